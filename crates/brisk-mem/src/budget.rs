@@ -533,3 +533,228 @@ impl fmt::Debug for Acquire {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::Wake;
+
+    /// A waker that counts how often it was woken.
+    struct CountingWaker(AtomicUsize);
+
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counting_waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        (Arc::clone(&counter), Waker::from(Arc::clone(&counter)))
+    }
+
+    fn poll(acquire: &mut Acquire) -> Poll<Result<Reservation, BudgetError>> {
+        Pin::new(acquire).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn poll_ready(acquire: &mut Acquire) -> Reservation {
+        match poll(acquire) {
+            Poll::Ready(result) => result.expect("acquire failed"),
+            Poll::Pending => panic!("acquire is still waiting"),
+        }
+    }
+
+    #[test]
+    fn acquire_within_capacity_completes_at_first_poll() {
+        let budget = MemoryBudget::new(100);
+        let reservation = poll_ready(&mut budget.acquire(60));
+        assert_eq!(reservation.size(), 60);
+        assert_eq!(budget.reserved(), 60);
+        assert_eq!(budget.available(), 40);
+        drop(reservation);
+        assert_eq!(budget.reserved(), 0);
+        assert_eq!(budget.metrics().peak_reserved_bytes, 60);
+        assert_eq!(budget.metrics().waits, 0);
+    }
+
+    #[test]
+    fn request_larger_than_capacity_fails_at_once() {
+        let budget = MemoryBudget::new(100);
+        let expected = BudgetError::ExceedsCapacity {
+            requested: 101,
+            capacity: 100,
+        };
+        match poll(&mut budget.acquire(101)) {
+            Poll::Ready(Err(error)) => assert_eq!(error, expected),
+            other => panic!("expected ExceedsCapacity, got {other:?}"),
+        }
+        assert_eq!(budget.try_acquire(101).unwrap_err(), expected);
+        assert_eq!(budget.waiting(), 0);
+        assert!(expected.to_string().contains("101"));
+    }
+
+    #[test]
+    fn whole_capacity_and_zero_bytes_are_valid_requests() {
+        let budget = MemoryBudget::new(100);
+        let all = budget.try_acquire(100).unwrap();
+        let nothing = poll_ready(&mut budget.acquire(0));
+        assert_eq!(nothing.size(), 0);
+        drop(all);
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn try_acquire_reports_what_is_free() {
+        let budget = MemoryBudget::new(100);
+        let _held = budget.try_acquire(70).unwrap();
+        assert_eq!(
+            budget.try_acquire(31).unwrap_err(),
+            BudgetError::WouldWait {
+                requested: 31,
+                available: 30
+            }
+        );
+        assert!(budget.try_acquire(30).is_ok());
+    }
+
+    #[test]
+    fn waiter_is_granted_and_woken_on_release() {
+        let budget = MemoryBudget::new(100);
+        let held = budget.try_acquire(100).unwrap();
+        let (wakes, waker) = counting_waker();
+        let mut acquire = budget.acquire(40);
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut acquire).poll(&mut cx).is_pending());
+        assert_eq!(budget.waiting(), 1);
+        assert_eq!(budget.metrics().waits, 1);
+        drop(held);
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1);
+        // The bytes are reserved on the waiter's behalf before it is polled again.
+        assert_eq!(budget.reserved(), 40);
+        let reservation = poll_ready(&mut acquire);
+        assert_eq!(reservation.size(), 40);
+        assert_eq!(budget.waiting(), 0);
+    }
+
+    #[test]
+    fn queue_is_first_come_first_served() {
+        let budget = MemoryBudget::new(100);
+        let mut held = budget.try_acquire(100).unwrap();
+        let mut large = budget.acquire(80);
+        let mut small = budget.acquire(10);
+        assert!(poll(&mut large).is_pending());
+        assert!(poll(&mut small).is_pending());
+
+        // 20 bytes free: enough for the small request, but the large one is first in line.
+        held.shrink_to(80);
+        assert_eq!(held.size(), 80);
+        assert!(poll(&mut small).is_pending());
+        assert!(matches!(
+            budget.try_acquire(5),
+            Err(BudgetError::WouldWait { .. })
+        ));
+
+        drop(held);
+        let large = poll_ready(&mut large);
+        let small = poll_ready(&mut small);
+        assert_eq!(budget.reserved(), 90);
+        drop((large, small));
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn dropping_a_queued_acquire_leaves_the_queue_and_unblocks_the_next() {
+        let budget = MemoryBudget::new(100);
+        let held = budget.try_acquire(50).unwrap();
+        let mut blocked_head = budget.acquire(90);
+        let mut behind = budget.acquire(30);
+        assert!(poll(&mut blocked_head).is_pending());
+        assert!(poll(&mut behind).is_pending());
+        assert_eq!(budget.waiting(), 2);
+
+        drop(blocked_head);
+        assert_eq!(budget.waiting(), 0);
+        let behind = poll_ready(&mut behind);
+        assert_eq!(budget.reserved(), 80);
+        drop((held, behind));
+        assert_eq!(budget.reserved(), 0);
+        assert!(budget.try_acquire(100).is_ok());
+    }
+
+    #[test]
+    fn dropping_a_granted_but_uncollected_acquire_releases_its_bytes() {
+        let budget = MemoryBudget::new(100);
+        let held = budget.try_acquire(100).unwrap();
+        let mut acquire = budget.acquire(60);
+        assert!(poll(&mut acquire).is_pending());
+        drop(held);
+        assert_eq!(budget.reserved(), 60);
+        drop(acquire);
+        assert_eq!(budget.reserved(), 0);
+        assert_eq!(budget.waiting(), 0);
+    }
+
+    #[test]
+    fn shrinking_a_reservation_serves_waiters() {
+        let budget = MemoryBudget::new(100);
+        let mut held = budget.try_acquire(100).unwrap();
+        let mut acquire = budget.acquire(30);
+        assert!(poll(&mut acquire).is_pending());
+        held.shrink_to(200);
+        assert_eq!(held.size(), 100, "growing is not shrinking");
+        held.shrink_to(70);
+        assert_eq!(poll_ready(&mut acquire).size(), 30);
+    }
+
+    #[test]
+    fn split_and_merge_keep_the_total() {
+        let budget = MemoryBudget::new(100);
+        let mut whole = budget.try_acquire(90).unwrap();
+        let part = whole.split(40);
+        assert_eq!((whole.size(), part.size()), (50, 40));
+        assert_eq!(budget.reserved(), 90);
+        drop(part);
+        assert_eq!(budget.reserved(), 50);
+        let other = budget.try_acquire(10).unwrap();
+        whole.merge(other);
+        assert_eq!(whole.size(), 60);
+        assert_eq!(budget.reserved(), 60);
+        drop(whole);
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "cannot split 11 bytes")]
+    fn splitting_more_than_held_panics() {
+        let budget = MemoryBudget::new(100);
+        let mut reservation = budget.try_acquire(10).unwrap();
+        let _ = reservation.split(11);
+    }
+
+    #[test]
+    #[should_panic(expected = "different memory budgets")]
+    fn merging_across_budgets_panics() {
+        let a = MemoryBudget::new(100);
+        let b = MemoryBudget::new(100);
+        let mut from_a = a.try_acquire(10).unwrap();
+        from_a.merge(b.try_acquire(10).unwrap());
+    }
+
+    #[test]
+    fn one_release_wakes_more_waiters_than_one_batch() {
+        let waiters = WAKE_BATCH * 2 + 3;
+        let budget = MemoryBudget::new(waiters);
+        let held = budget.try_acquire(waiters).unwrap();
+        let mut acquires: Vec<Acquire> = (0..waiters).map(|_| budget.acquire(1)).collect();
+        for acquire in &mut acquires {
+            assert!(poll(acquire).is_pending());
+        }
+        drop(held);
+        assert_eq!(budget.waiting(), 0);
+        for acquire in &mut acquires {
+            assert_eq!(poll_ready(acquire).size(), 1);
+        }
+        assert_eq!(budget.reserved(), 0);
+    }
+}

@@ -106,3 +106,72 @@ impl fmt::Debug for ExactBuf {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_exactly_the_reserved_bytes() {
+        let budget = MemoryBudget::new(1000);
+        let mut buf = ExactBuf::try_new(&budget, 600).unwrap();
+        assert_eq!(buf.len(), 600);
+        assert!(buf.iter().all(|&b| b == 0));
+        buf[599] = 7;
+        assert_eq!(buf.reservation().size(), 600);
+        assert_eq!(budget.reserved(), 600);
+        assert!(matches!(
+            ExactBuf::try_new(&budget, 401),
+            Err(BudgetError::WouldWait { .. })
+        ));
+        drop(buf);
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn into_vec_hands_over_the_allocation_and_leaves_the_budget() {
+        let budget = MemoryBudget::new(1000);
+        let mut buf = ExactBuf::try_new(&budget, 300).unwrap();
+        buf[0] = 1;
+        let address = buf.as_ptr();
+        let vec = buf.into_vec();
+        assert_eq!((vec.len(), vec.capacity()), (300, 300));
+        assert_eq!(vec.as_ptr(), address, "no copy");
+        assert_eq!(vec[0], 1);
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn into_parts_keeps_the_bytes_accounted() {
+        let budget = MemoryBudget::new(1000);
+        let (vec, reservation) = ExactBuf::try_new(&budget, 300).unwrap().into_parts();
+        assert_eq!(vec.len(), 300);
+        assert_eq!(budget.reserved(), 300);
+        drop(vec);
+        drop(reservation);
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn a_buffer_can_be_paid_for_by_an_earlier_reservation() {
+        let budget = MemoryBudget::new(1000);
+        let reservation = budget.try_acquire(123).unwrap();
+        let buf = ExactBuf::from_reservation(reservation);
+        assert_eq!(buf.len(), 123);
+        assert_eq!(budget.reserved(), 123);
+        let empty = ExactBuf::try_new(&budget, 0).unwrap();
+        assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn too_large_is_an_error() {
+        let budget = MemoryBudget::new(1000);
+        assert_eq!(
+            ExactBuf::try_new(&budget, 1001).unwrap_err(),
+            BudgetError::ExceedsCapacity {
+                requested: 1001,
+                capacity: 1000
+            }
+        );
+    }
+}

@@ -473,3 +473,254 @@ impl fmt::Debug for PooledBlock {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+
+    /// Poll a future that must complete without waiting.
+    fn now<F: Future>(future: F) -> F::Output {
+        match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(output) => output,
+            Poll::Pending => panic!("future had to wait"),
+        }
+    }
+
+    #[test]
+    fn size_hints_map_to_the_smallest_class_that_holds_them() {
+        let cases = [
+            (0, 64 * KIB),
+            (1, 64 * KIB),
+            (64 * KIB, 64 * KIB),
+            (64 * KIB + 1, 128 * KIB),
+            (MIB, MIB),
+            (MIB + 1, 2 * MIB),
+            (5 * MIB, 8 * MIB),
+            (8 * MIB, 8 * MIB),
+            (8 * MIB + 1, 8 * MIB),
+            (usize::MAX, 8 * MIB),
+        ];
+        for (hint, size) in cases {
+            assert_eq!(BufferPool::block_size_for(hint), size, "hint {hint}");
+        }
+        for (index, size) in SIZE_CLASSES.iter().enumerate() {
+            assert_eq!(class_index(*size), index);
+            assert!(size.is_power_of_two());
+        }
+    }
+
+    #[test]
+    fn blocks_have_their_class_size_and_are_reused() {
+        let pool = BufferPool::new(MemoryBudget::new(64 * MIB));
+        let mut block = now(pool.get(100 * KIB)).unwrap();
+        assert_eq!(block.capacity(), 128 * KIB);
+        assert_eq!(block.len(), 128 * KIB);
+        block[..5].copy_from_slice(b"hello");
+        block.set_filled_len(5);
+        let address = block.as_ptr();
+        drop(block);
+        assert_eq!(pool.cached_bytes(), 128 * KIB);
+        assert_eq!(pool.budget().reserved(), 128 * KIB);
+
+        let block = now(pool.get(128 * KIB)).unwrap();
+        assert_eq!(
+            block.as_ptr(),
+            address,
+            "the cached block is handed out again"
+        );
+        assert_eq!(block.filled_len(), 0, "a reused block starts empty");
+        let metrics = pool.metrics();
+        assert_eq!(metrics.pool_blocks_allocated, 1);
+        assert_eq!(metrics.pool_hits, 1);
+        assert_eq!(metrics.pool_cached_bytes, 0);
+    }
+
+    #[test]
+    fn filled_length_helpers_track_the_data() {
+        let pool = BufferPool::new(MemoryBudget::new(MIB));
+        let mut block = pool.try_get(1).unwrap();
+        assert_eq!(block.remaining(), 64 * KIB);
+        block.unfilled_mut()[..3].copy_from_slice(b"abc");
+        block.advance(3);
+        block.unfilled_mut()[..2].copy_from_slice(b"de");
+        block.advance(2);
+        assert_eq!(block.filled(), b"abcde");
+        block.filled_mut()[0] = b'A';
+        assert_eq!(block.filled(), b"Abcde");
+        assert_eq!(block.remaining(), 64 * KIB - 5);
+        block.set_filled_len(64 * KIB);
+        assert!(block.is_full());
+        block.clear();
+        assert_eq!(block.filled_len(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "past the end")]
+    fn filling_past_the_end_panics() {
+        let pool = BufferPool::new(MemoryBudget::new(MIB));
+        let mut block = pool.try_get(1).unwrap();
+        block.advance(64 * KIB + 1);
+    }
+
+    #[test]
+    fn a_block_larger_than_the_budget_is_an_error() {
+        let pool = BufferPool::new(MemoryBudget::new(MIB));
+        assert_eq!(
+            now(pool.get(2 * MIB)).unwrap_err(),
+            BudgetError::ExceedsCapacity {
+                requested: 2 * MIB,
+                capacity: MIB
+            }
+        );
+    }
+
+    #[test]
+    fn free_lists_keep_at_most_the_retention_limit() {
+        let pool = BufferPool::with_retention(MemoryBudget::new(64 * MIB), 3 * MIB);
+        let blocks: Vec<PooledBlock> = (0..5).map(|_| pool.try_get(MIB).unwrap()).collect();
+        assert_eq!(pool.budget().reserved(), 5 * MIB);
+        drop(blocks);
+        assert_eq!(pool.cached_bytes(), 3 * MIB);
+        assert_eq!(
+            pool.budget().reserved(),
+            3 * MIB,
+            "freed blocks are no longer reserved"
+        );
+        assert_eq!(pool.metrics().pool_blocks_freed, 2);
+        assert_eq!(pool.trim(), 3 * MIB);
+        assert_eq!(pool.budget().reserved(), 0);
+    }
+
+    #[test]
+    fn zero_retention_caches_nothing() {
+        let pool = BufferPool::with_retention(MemoryBudget::new(MIB), 0);
+        drop(pool.try_get(1).unwrap());
+        assert_eq!(pool.cached_bytes(), 0);
+        assert_eq!(pool.budget().reserved(), 0);
+    }
+
+    #[test]
+    fn cached_blocks_of_other_classes_are_freed_when_the_budget_is_full() {
+        let pool = BufferPool::new(MemoryBudget::new(8 * MIB));
+        let small: Vec<PooledBlock> = (0..128).map(|_| pool.try_get(64 * KIB).unwrap()).collect();
+        drop(small);
+        assert_eq!(pool.cached_bytes(), 8 * MIB);
+        assert_eq!(pool.budget().available(), 0);
+
+        // Without waiting, through the non-waiting path ...
+        let large = pool.try_get(8 * MIB).unwrap();
+        assert_eq!(pool.cached_bytes(), 0);
+        assert_eq!(pool.metrics().pool_blocks_freed, 128);
+        drop(large);
+
+        // ... and through the waiting one.
+        let medium: Vec<PooledBlock> = (0..8).map(|_| pool.try_get(MIB).unwrap()).collect();
+        drop(medium);
+        let large = now(pool.get(8 * MIB)).unwrap();
+        assert_eq!(large.capacity(), 8 * MIB);
+        assert_eq!(pool.budget().reserved(), 8 * MIB);
+    }
+
+    #[test]
+    fn cached_blocks_are_freed_for_other_budget_users() {
+        let budget = MemoryBudget::new(4 * MIB);
+        let pool = BufferPool::new(budget.clone());
+        drop(
+            (0..4)
+                .map(|_| pool.try_get(MIB).unwrap())
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(budget.available(), 0);
+        let reservation = now(budget.acquire(3 * MIB)).unwrap();
+        assert_eq!(reservation.size(), 3 * MIB);
+        assert_eq!(pool.cached_bytes(), MIB, "only what was needed is freed");
+    }
+
+    #[test]
+    fn returned_blocks_are_freed_while_requests_wait() {
+        let budget = MemoryBudget::new(2 * MIB);
+        let pool = BufferPool::new(budget.clone());
+        let first = pool.try_get(MIB).unwrap();
+        let second = pool.try_get(MIB).unwrap();
+        let mut waiting = pin!(budget.acquire(2 * MIB));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(waiting.as_mut().poll(&mut cx).is_pending());
+        drop(first);
+        assert_eq!(pool.cached_bytes(), 0, "not cached: someone is waiting");
+        drop(second);
+        match waiting.as_mut().poll(&mut cx) {
+            Poll::Ready(Ok(reservation)) => assert_eq!(reservation.size(), 2 * MIB),
+            other => panic!("expected the waiting request to be served, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_block_can_be_paid_for_by_an_earlier_reservation() {
+        let budget = MemoryBudget::new(4 * MIB);
+        let pool = BufferPool::new(budget.clone());
+
+        let too_small = budget.try_acquire(MIB - 1).unwrap();
+        assert_eq!(
+            pool.get_with_reservation(MIB, too_small).unwrap_err(),
+            BudgetError::ReservationTooSmall {
+                reserved: MIB - 1,
+                needed: MIB
+            }
+        );
+
+        let generous = budget.try_acquire(3 * MIB).unwrap();
+        let block = pool.get_with_reservation(MIB, generous).unwrap();
+        assert_eq!(block.capacity(), MIB);
+        assert_eq!(budget.reserved(), MIB, "the excess went back");
+        drop(block);
+
+        let reservation = budget.try_acquire(MIB).unwrap();
+        assert_eq!(budget.reserved(), 2 * MIB);
+        let reused = pool.get_with_reservation(MIB, reservation).unwrap();
+        assert_eq!(budget.reserved(), MIB, "a cached block is already paid for");
+        assert_eq!(pool.metrics().pool_hits, 1);
+        drop(reused);
+    }
+
+    #[test]
+    #[should_panic(expected = "another memory budget")]
+    fn a_reservation_from_another_budget_cannot_pay() {
+        let pool = BufferPool::new(MemoryBudget::new(MIB));
+        let other = MemoryBudget::new(MIB);
+        let _ = pool.get_with_reservation(1, other.try_acquire(64 * KIB).unwrap());
+    }
+
+    #[test]
+    fn pools_sharing_a_budget_report_together_and_dropped_pools_release_their_cache() {
+        let budget = MemoryBudget::new(4 * MIB);
+        let a = BufferPool::new(budget.clone());
+        let b = BufferPool::new(budget.clone());
+        drop(a.try_get(MIB).unwrap());
+        drop(b.try_get(MIB).unwrap());
+        assert_eq!(budget.metrics().pool_cached_bytes, 2 * MIB);
+        assert_eq!(budget.metrics().pool_blocks_allocated, 2);
+        drop(a);
+        assert_eq!(budget.reserved(), MIB);
+        let _all_free = budget.try_acquire(4 * MIB).unwrap();
+        assert_eq!(b.cached_bytes(), 0);
+    }
+
+    #[test]
+    fn the_global_pool_is_configured_once() {
+        let pool = BufferPool::init_global(32 * MIB, 4 * MIB).unwrap();
+        assert_eq!(pool.budget().capacity(), 32 * MIB);
+        assert!(std::ptr::eq(pool, BufferPool::global()));
+        let error = BufferPool::init_global(MIB, 0).unwrap_err();
+        assert_eq!(
+            error,
+            GlobalPoolError::AlreadyInitialized { capacity: 32 * MIB }
+        );
+        drop(BufferPool::global().try_get(1).unwrap());
+    }
+}
