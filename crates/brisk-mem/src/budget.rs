@@ -25,8 +25,8 @@ use std::task::{Context, Poll, Waker};
 use crate::metrics::{Counters, MemoryMetrics};
 
 /// How many waiters are woken per batch after a release. The wakers are collected in a stack array and
-/// woken after the lock is dropped (so a waker that polls inline cannot deadlock on the budget), without
-/// allocating; a release that unblocks more waiters than this takes the lock again for the next batch.
+/// woken after the budget's lock is dropped (waking never runs under it), without allocating; a release
+/// that unblocks more waiters than this takes the lock again for the next batch.
 const WAKE_BATCH: usize = 16;
 
 /// Why a reservation could not be made.

@@ -40,14 +40,17 @@ pub const SIZE_CLASSES: [usize; 8] = [
 /// 64 KiB.
 ///
 /// In steady state a transfer returns a block and takes the next one moments later, so the free lists
-/// only hold the few blocks between a return and the next take; 64 MiB covers that for a queue depth of
-/// several dozen requests. After a burst (a 1 GiB budget's worth of parts finishing at once), everything
-/// above 64 MiB goes back to the allocator instead of staying resident while the process idles.
+/// only need to hold the few blocks between a return and the next take. After a burst (a whole budget's
+/// worth of parts finishing at once), everything above this goes back to the allocator instead of
+/// staying resident while the process idles.
 pub const DEFAULT_RETENTION_BYTES: usize = 64 * 1024 * 1024;
 
 /// Default budget of the process-wide pool ([`BufferPool::global`]): 1 GiB, 128 blocks of 8 MiB.
-/// That is twice the 64 requests in flight a single core keeps a 10 Gbit/s link busy with at 8 MiB
-/// parts, and a cap, not a preallocation: memory is only taken as blocks are used.
+///
+/// The bytes in flight needed to keep a link busy are throughput × time per request: at 10 Gbit/s
+/// (1.25 GB/s) and 100 ms per 8 MiB part request, about 125 MB, 15 parts. 1 GiB leaves eight times that
+/// as headroom for slower requests and for buffers held by the caller. It is a cap, not a
+/// preallocation: memory is only taken as blocks are used.
 pub const DEFAULT_GLOBAL_BUDGET_BYTES: usize = 1024 * 1024 * 1024;
 
 /// Free lists are pre-sized so that caching a block never allocates, up to this many entries per class
