@@ -1,0 +1,231 @@
+//! Counts heap allocations made by the memory layer itself, with a counting global allocator.
+//!
+//! Counting is per thread and only inside [`counting::count`], so tests running in parallel (and the
+//! test harness) do not disturb each other's numbers. Every future here completes at its first poll and
+//! is polled on the test's own thread with a no-op waker, so no runtime allocates behind the count.
+
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
+
+use brisk_mem::{BufferPool, ExactBuf, MemoryBudget, PooledBlock, SIZE_CLASSES};
+
+#[allow(unsafe_code)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static TRACKING: Cell<bool> = const { Cell::new(false) };
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+        static BYTES: Cell<u64> = const { Cell::new(0) };
+        static LARGEST: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// Forwards to the system allocator and counts, on the current thread, the allocations (including
+    /// zeroed ones and reallocations) made while tracking is on.
+    pub struct CountingAllocator;
+
+    fn record(size: usize) {
+        // `try_with`: during thread teardown the thread-locals may be gone; those allocations are not
+        // the test's. The cells have no destructor, so reading them never allocates.
+        let _ = TRACKING.try_with(|tracking| {
+            if tracking.get() {
+                ALLOCATIONS.with(|n| n.set(n.get() + 1));
+                BYTES.with(|n| n.set(n.get() + size as u64));
+                LARGEST.with(|n| n.set(n.get().max(size)));
+            }
+        });
+    }
+
+    // SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+    // `GlobalAlloc` contract; the bookkeeping only touches thread-local `Cell`s without destructors,
+    // which neither allocate nor unwind.
+    unsafe impl GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            record(layout.size());
+            // SAFETY: the caller's layout is passed through unchanged.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            record(layout.size());
+            // SAFETY: as above. Forwarding (instead of the default alloc + memset) keeps calloc's fresh
+            // zero pages untouched, as in a program without this allocator.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` was allocated by `System` with this layout (every path above forwards).
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            record(new_size);
+            // SAFETY: as for `dealloc`; `new_size` comes from the caller unchanged.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// What [`count`] saw.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Counts {
+        pub allocations: u64,
+        pub bytes: u64,
+        pub largest: usize,
+    }
+
+    /// Run `f` and count the allocations it makes on this thread.
+    pub fn count<R>(f: impl FnOnce() -> R) -> (R, Counts) {
+        ALLOCATIONS.with(|n| n.set(0));
+        BYTES.with(|n| n.set(0));
+        LARGEST.with(|n| n.set(0));
+        TRACKING.with(|t| t.set(true));
+        let result = f();
+        TRACKING.with(|t| t.set(false));
+        let counts = Counts {
+            allocations: ALLOCATIONS.with(Cell::get),
+            bytes: BYTES.with(Cell::get),
+            largest: LARGEST.with(Cell::get),
+        };
+        (result, counts)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::CountingAllocator = counting::CountingAllocator;
+
+use counting::count;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * 1024;
+
+/// Poll a future that must complete without waiting.
+fn now<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("future had to wait"),
+    }
+}
+
+#[test]
+fn the_counter_sees_allocations() {
+    let (_, counts) = count(|| std::hint::black_box(vec![1u8; 1000]));
+    assert_eq!(counts.allocations, 1);
+    assert_eq!(counts.bytes, 1000);
+}
+
+#[test]
+fn pooled_get_and_drop_allocate_nothing_after_warm_up() {
+    const CYCLES: usize = 10_000;
+    const IN_FLIGHT: usize = 4;
+    let pool = BufferPool::new(MemoryBudget::new(256 * MIB));
+    // Warm-up: every class once with IN_FLIGHT blocks held at the same time.
+    for &size in &SIZE_CLASSES {
+        let blocks: Vec<PooledBlock> = (0..IN_FLIGHT)
+            .map(|_| now(pool.get(size)).unwrap())
+            .collect();
+        drop(blocks);
+    }
+    let allocated_after_warm_up = pool.metrics().pool_blocks_allocated;
+
+    let mut held: [Option<PooledBlock>; IN_FLIGHT] = Default::default();
+    let ((), counts) = count(|| {
+        for i in 0..CYCLES {
+            let hint = SIZE_CLASSES[i % SIZE_CLASSES.len()] - i % 1000;
+            let mut block = if i % 2 == 0 {
+                now(pool.get(hint)).unwrap()
+            } else {
+                pool.try_get(hint).unwrap()
+            };
+            block[0] = i as u8;
+            block.set_filled_len(1);
+            // Keep a few blocks in flight so gets and drops interleave across classes.
+            held[i % IN_FLIGHT] = Some(block);
+        }
+        held = Default::default();
+    });
+    assert_eq!(counts.allocations, 0, "{counts:?}");
+    let metrics = pool.metrics();
+    assert_eq!(metrics.pool_blocks_allocated, allocated_after_warm_up);
+    assert_eq!(metrics.pool_hits, CYCLES as u64);
+}
+
+#[test]
+fn blocks_paid_for_in_advance_allocate_nothing_after_warm_up() {
+    let budget = MemoryBudget::new(64 * MIB);
+    let pool = BufferPool::new(budget.clone());
+    drop(now(pool.get(MIB)).unwrap());
+    let ((), counts) = count(|| {
+        for _ in 0..1_000 {
+            let reservation = now(budget.acquire(MIB)).unwrap();
+            let block = pool.get_with_reservation(MIB, reservation).unwrap();
+            drop(block);
+        }
+    });
+    assert_eq!(counts.allocations, 0, "{counts:?}");
+}
+
+#[test]
+fn reservations_allocate_nothing() {
+    let budget = MemoryBudget::new(MIB);
+    let ((), counts) = count(|| {
+        for i in 1..=10_000 {
+            let mut reservation = now(budget.acquire(i)).unwrap();
+            let part = reservation.split(i / 2);
+            reservation.shrink_to(i / 4);
+            drop((part, reservation, budget.try_acquire(i).unwrap()));
+        }
+    });
+    assert_eq!(counts.allocations, 0, "{counts:?}");
+    assert_eq!(budget.reserved(), 0);
+}
+
+#[test]
+fn waiting_allocates_nothing_once_the_queue_has_grown() {
+    const WAITERS: usize = 8;
+    let budget = MemoryBudget::new(WAITERS);
+    let cycle = || {
+        let cx = &mut Context::from_waker(Waker::noop());
+        let held = budget.try_acquire(WAITERS).unwrap();
+        let mut waiting: [_; WAITERS] = std::array::from_fn(|_| budget.acquire(1));
+        for acquire in &mut waiting {
+            assert!(Pin::new(acquire).poll(cx).is_pending());
+        }
+        drop(held);
+        for acquire in &mut waiting {
+            assert!(Pin::new(acquire).poll(cx).is_ready());
+        }
+    };
+    // The queue's storage grows on the first cycle and is kept.
+    let ((), first) = count(cycle);
+    assert!(first.allocations > 0, "the queue had to grow: {first:?}");
+    let ((), counts) = count(|| {
+        for _ in 0..100 {
+            cycle();
+        }
+    });
+    assert_eq!(counts.allocations, 0, "{counts:?}");
+    assert_eq!(budget.metrics().waits, 101 * WAITERS as u64);
+}
+
+#[test]
+fn an_exact_buffer_is_one_allocation_of_exactly_its_size() {
+    let budget = MemoryBudget::new(512 * MIB);
+    for n in [KIB, 64 * KIB, MIB, 16 * MIB, 256 * MIB] {
+        let (buf, counts) = count(|| now(ExactBuf::new(&budget, n)).unwrap());
+        assert_eq!(counts.allocations, 1, "ExactBuf::new({n}): {counts:?}");
+        assert_eq!(counts.bytes, n as u64);
+        assert_eq!(counts.largest, n);
+        assert_eq!(buf.len(), n);
+
+        let (vec, counts) = count(|| buf.into_vec());
+        assert_eq!(counts.allocations, 0, "into_vec copies nothing");
+        assert_eq!((vec.len(), vec.capacity()), (n, n));
+
+        let (buf, counts) = count(|| ExactBuf::try_new(&budget, n).unwrap());
+        assert_eq!((counts.allocations, counts.largest), (1, n));
+        drop(buf);
+    }
+    assert_eq!(budget.reserved(), 0);
+}
