@@ -3,7 +3,8 @@
 use std::str::FromStr;
 
 use time::format_description::well_known::Rfc3339;
-use time::{OffsetDateTime, UtcOffset};
+use time::macros::format_description;
+use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 /// `encoding-type` of a listing request and response. S3 defines one value, `url`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,9 +73,19 @@ pub(crate) fn write_timestamp(t: OffsetDateTime, buf: &mut [u8; TIMESTAMP_LEN]) 
 }
 
 /// Parses an XML timestamp: RFC 3339 with any number of fractional digits and any offset (S3 writes
-/// milliseconds and `Z`; other servers differ).
+/// milliseconds and `Z`; other servers differ). A timestamp without any offset (as in some examples of
+/// the S3 API reference) is taken as UTC, the only zone S3 uses.
 pub fn parse_timestamp(text: &str) -> Option<OffsetDateTime> {
-    OffsetDateTime::parse(text, &Rfc3339).ok()
+    if let Ok(t) = OffsetDateTime::parse(text, &Rfc3339) {
+        return Some(t);
+    }
+    let local = format_description!(
+        version = 2,
+        "[year]-[month]-[day]T[hour]:[minute]:[second][optional [.[subsecond]]]"
+    );
+    PrimitiveDateTime::parse(text, local)
+        .ok()
+        .map(PrimitiveDateTime::assume_utc)
 }
 
 /// Whether `b` is left as is by `encoding-type=url`: RFC 3986 unreserved characters and `/` (S3 keeps the
@@ -151,7 +162,10 @@ mod tests {
         assert_eq!(parse_timestamp("2009-10-12T17:50:30.000Z"), Some(t));
         assert_eq!(parse_timestamp("2009-10-12T17:50:30Z"), Some(t));
         assert_eq!(parse_timestamp("2009-10-12T19:50:30.000000+02:00"), Some(t));
+        assert_eq!(parse_timestamp("2009-10-12T17:50:30"), Some(t));
+        assert_eq!(parse_timestamp("2009-10-12T17:50:30.000"), Some(t));
         assert_eq!(parse_timestamp("2009-10-12 17:50:30"), None);
+        assert_eq!(parse_timestamp("2009-10-12T17:50:30.000Zjunk"), None);
         assert_eq!(parse_timestamp("yesterday"), None);
     }
 
