@@ -514,5 +514,3 @@ impl Inner {
     }
 }
 
-#[cfg(test)]
-mod tests;
