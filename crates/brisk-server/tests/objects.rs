@@ -116,7 +116,7 @@ fn hostile_keys_round_trip_and_stay_inside_the_root() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
     #[test]
     fn random_keys_round_trip(keys in proptest::collection::vec("(?s).{1,300}", 1..12)) {
         let parent = tempfile::tempdir().unwrap();

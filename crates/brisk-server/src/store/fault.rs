@@ -1,4 +1,4 @@
-//! Named points in the commit protocol where tests can stop the store (with the `fault-injection`
+//! Named points in the commit protocol where tests can stop the store (with the `test-support`
 //! feature) to check what a crash at that point leaves behind.
 
 /// A step of the commit protocol, reached in this order by a PUT.
@@ -12,11 +12,11 @@ pub enum FaultPoint {
 }
 
 /// Callback invoked at each [`FaultPoint`].
-#[cfg(feature = "fault-injection")]
+#[cfg(feature = "test-support")]
 #[derive(Clone)]
 pub struct FaultHook(pub std::sync::Arc<dyn Fn(FaultPoint) + Send + Sync>);
 
-#[cfg(feature = "fault-injection")]
+#[cfg(feature = "test-support")]
 impl std::fmt::Debug for FaultHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("FaultHook")

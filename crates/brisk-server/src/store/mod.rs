@@ -33,7 +33,7 @@ use std::time::SystemTime;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, WriteTransaction};
 
 pub use error::{Result, StoreError};
-#[cfg(feature = "fault-injection")]
+#[cfg(feature = "test-support")]
 pub use fault::FaultHook;
 pub use fault::FaultPoint;
 pub use layout::{DATA_DIR, METADATA_FILE, TMP_DIR};
@@ -81,7 +81,7 @@ pub struct StoreConfig {
     /// Page cache of the metadata database in bytes; see [`DEFAULT_METADATA_CACHE_BYTES`].
     pub metadata_cache_bytes: usize,
     /// Called at each [`FaultPoint`] (crash-safety tests stop the process there).
-    #[cfg(feature = "fault-injection")]
+    #[cfg(feature = "test-support")]
     pub fault_hook: Option<FaultHook>,
 }
 
@@ -91,7 +91,7 @@ impl Default for StoreConfig {
             fsync: true,
             min_part_size: MIN_PART_SIZE,
             metadata_cache_bytes: DEFAULT_METADATA_CACHE_BYTES,
-            #[cfg(feature = "fault-injection")]
+            #[cfg(feature = "test-support")]
             fault_hook: None,
         }
     }
@@ -379,6 +379,36 @@ impl Store {
     }
 }
 
+#[cfg(feature = "test-support")]
+impl Store {
+    /// Copies `source_key` to every key of `keys` in one transaction, all sharing the source's data
+    /// file. Listing tests use it to build an index of 100,000 keys in a second instead of making
+    /// 100,000 files; it is the same record and reference-count path as [`Store::copy_object`].
+    pub fn bulk_copy_for_tests<'k>(
+        &self,
+        bucket: &str,
+        source_key: &str,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<usize> {
+        let source = self.head_object(bucket, source_key)?;
+        let txn = self.inner.begin_write()?;
+        let mut released = Vec::new();
+        let mut copied = 0;
+        for key in keys {
+            names::validate_key(key)?;
+            let info = ObjectInfo {
+                key: key.to_owned(),
+                ..source.clone()
+            };
+            released.extend(self.inner.put_record(&txn, bucket, &info)?);
+            copied += 1;
+        }
+        self.inner.commit(txn)?;
+        self.inner.remove_data_files(&released);
+        Ok(copied)
+    }
+}
+
 /// Increments the epoch durably; every data id of this run carries it.
 fn start_epoch(db: &Database) -> Result<u64> {
     let mut txn = db.begin_write()?;
@@ -419,7 +449,7 @@ impl Inner {
     }
 
     fn fault(&self, _point: FaultPoint) {
-        #[cfg(feature = "fault-injection")]
+        #[cfg(feature = "test-support")]
         if let Some(hook) = &self.config.fault_hook {
             (hook.0)(_point);
         }
