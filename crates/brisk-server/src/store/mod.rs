@@ -394,19 +394,43 @@ impl Store {
         let txn = self.inner.begin_write()?;
         let mut released = Vec::new();
         let mut copied = 0;
-        for key in keys {
-            names::validate_key(key)?;
-            let info = ObjectInfo {
-                key: key.to_owned(),
-                ..source.clone()
-            };
-            released.extend(self.inner.put_record(&txn, bucket, &info)?);
-            copied += 1;
+        {
+            let mut objects = txn.open_table(OBJECTS)?;
+            let mut refs = txn.open_table(DATA_REFS)?;
+            let mut info = source;
+            for key in keys {
+                names::validate_key(key)?;
+                key.clone_into(&mut info.key);
+                put_record_in(&mut objects, &mut refs, bucket, &info, &mut released)?;
+                copied += 1;
+            }
         }
         self.inner.commit(txn)?;
         self.inner.remove_data_files(&released);
         Ok(copied)
     }
+}
+
+/// [`Inner::put_record`] with the tables already open; released files are appended to `released`.
+fn put_record_in(
+    objects: &mut redb::Table<&[u8], &[u8]>,
+    refs: &mut redb::Table<u128, u64>,
+    bucket: &str,
+    info: &ObjectInfo,
+    released: &mut Vec<DataId>,
+) -> Result<()> {
+    tables::add_ref(refs, info.data_id)?;
+    let replaced = objects.insert(
+        tables::object_key(bucket, &info.key).as_slice(),
+        meta::encode_object(info).as_slice(),
+    )?;
+    if let Some(old) = replaced {
+        let (_, old_id) = meta::decode_summary(&info.key, old.value())?;
+        if tables::release_ref(refs, old_id)? {
+            released.push(old_id);
+        }
+    }
+    Ok(())
 }
 
 /// Increments the epoch durably; every data id of this run carries it.
@@ -498,18 +522,8 @@ impl Inner {
     fn put_record(&self, txn: &WriteTransaction, bucket: &str, info: &ObjectInfo) -> Result<Vec<DataId>> {
         let mut objects = txn.open_table(OBJECTS)?;
         let mut refs = txn.open_table(DATA_REFS)?;
-        tables::add_ref(&mut refs, info.data_id)?;
-        let replaced = objects.insert(
-            tables::object_key(bucket, &info.key).as_slice(),
-            meta::encode_object(info).as_slice(),
-        )?;
         let mut released = Vec::new();
-        if let Some(old) = replaced {
-            let (_, old_id) = meta::decode_summary(&info.key, old.value())?;
-            if tables::release_ref(&mut refs, old_id)? {
-                released.push(old_id);
-            }
-        }
+        put_record_in(&mut objects, &mut refs, bucket, info, &mut released)?;
         Ok(released)
     }
 
