@@ -80,10 +80,18 @@ fn crash(scenario: &str, root: &Path) {
     {
         let store = Store::open(root, StoreConfig::default()).unwrap();
         store.create_bucket("bkt").unwrap();
-        store.put_object("bkt", "key", OLD_BODY, new_object("old")).unwrap();
+        store
+            .put_object("bkt", "key", OLD_BODY, new_object("old"))
+            .unwrap();
     }
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "crash_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(SCENARIO_ENV, scenario)
         .env(ROOT_ENV, root)
         .stdout(Stdio::piped())
@@ -119,7 +127,11 @@ fn read(store: &Store) -> (String, Vec<u8>) {
 fn killed_mid_write_keeps_the_old_version_and_removes_the_temp_file() {
     let dir = tempfile::tempdir().unwrap();
     crash("mid-write", dir.path());
-    assert_eq!(temp_files(dir.path()).len(), 1, "the crash left the partial body");
+    assert_eq!(
+        temp_files(dir.path()).len(),
+        1,
+        "the crash left the partial body"
+    );
 
     let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
     assert_eq!(store.recovery_report().temp_files_removed, 1);
@@ -133,7 +145,11 @@ fn killed_mid_write_keeps_the_old_version_and_removes_the_temp_file() {
 fn killed_between_rename_and_commit_keeps_the_old_version_and_removes_the_orphan() {
     let dir = tempfile::tempdir().unwrap();
     crash("after-rename", dir.path());
-    assert_eq!(data_files(dir.path()).len(), 2, "old version and the renamed new body");
+    assert_eq!(
+        data_files(dir.path()).len(),
+        2,
+        "old version and the renamed new body"
+    );
 
     let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
     assert_eq!(store.recovery_report().orphan_data_files_removed, 1);
@@ -146,7 +162,11 @@ fn killed_between_rename_and_commit_keeps_the_old_version_and_removes_the_orphan
 fn killed_after_commit_shows_the_whole_new_version_and_removes_the_old_file() {
     let dir = tempfile::tempdir().unwrap();
     crash("after-commit", dir.path());
-    assert_eq!(data_files(dir.path()).len(), 2, "the old file was not unlinked yet");
+    assert_eq!(
+        data_files(dir.path()).len(),
+        2,
+        "the old file was not unlinked yet"
+    );
 
     let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
     assert_eq!(store.recovery_report().orphan_data_files_removed, 1);

@@ -26,16 +26,21 @@ impl Item {
 }
 
 /// Every result of a listing, in order, computed the obvious way over all keys.
-fn model(keys: &BTreeSet<String>, prefix: &str, delimiter: Option<&str>, after: Option<&str>) -> Vec<Item> {
+fn model(
+    keys: &BTreeSet<String>,
+    prefix: &str,
+    delimiter: Option<&str>,
+    after: Option<&str>,
+) -> Vec<Item> {
     let mut items: Vec<Item> = keys
         .iter()
         .filter(|k| k.starts_with(prefix))
-        .map(|k| {
-            match delimiter.and_then(|d| k[prefix.len()..].find(d).map(|at| (d, at))) {
+        .map(
+            |k| match delimiter.and_then(|d| k[prefix.len()..].find(d).map(|at| (d, at))) {
                 Some((d, at)) => Item::Prefix(k[..prefix.len() + at + d.len()].to_owned()),
                 None => Item::Key(k.clone()),
-            }
-        })
+            },
+        )
         .filter(|item| after.is_none_or(|a| item.text() > a))
         .collect();
     items.sort_by(|a, b| a.text().cmp(b.text()));
@@ -68,10 +73,22 @@ fn check_listing(store: &Store, keys: &BTreeSet<String>, query: &ListQuery) -> u
         pages += 1;
         let items = page_items(&page);
         let remaining = expected.len() - seen.len();
-        assert_eq!(items.len(), max.min(remaining), "page {pages} size for {query:?}");
-        assert_eq!(page.is_truncated, max > 0 && remaining > max, "truncation for {query:?}");
+        assert_eq!(
+            items.len(),
+            max.min(remaining),
+            "page {pages} size for {query:?}"
+        );
+        assert_eq!(
+            page.is_truncated,
+            max > 0 && remaining > max,
+            "truncation for {query:?}"
+        );
         seen.extend(items);
-        assert_eq!(seen[..], expected[..seen.len()], "page {pages} content for {query:?}");
+        assert_eq!(
+            seen[..],
+            expected[..seen.len()],
+            "page {pages} content for {query:?}"
+        );
         if !page.is_truncated {
             break;
         }
@@ -99,7 +116,9 @@ fn store_with_keys(keys: &BTreeSet<String>) -> (tempfile::TempDir, Store) {
 fn store_with_many_keys(keys: &BTreeSet<String>) -> (tempfile::TempDir, Store) {
     let (dir, store) = store_with_bucket();
     let first = keys.first().unwrap();
-    store.put_object("bkt", first, b"x", new_object("e")).unwrap();
+    store
+        .put_object("bkt", first, b"x", new_object("e"))
+        .unwrap();
     let copied = store
         .bulk_copy_for_tests("bkt", first, keys.iter().skip(1).map(String::as_str))
         .unwrap();
@@ -174,7 +193,10 @@ fn hundred_thousand_keys() {
     // Everything, page by page: 100 pages of 1000.
     let all = ListQuery::default();
     assert_eq!(check_listing(&store, &keys, &all), 100);
-    eprintln!("listed 100,000 keys in 100 pages in {:?}", started.elapsed());
+    eprintln!(
+        "listed 100,000 keys in 100 pages in {:?}",
+        started.elapsed()
+    );
 
     // Common prefixes at the top are found by seeking: 100 results read ~100 index entries, not
     // the 100,000 keys under them.

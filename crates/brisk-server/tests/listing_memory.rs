@@ -62,7 +62,9 @@ fn peak_while_listing(count: usize) -> usize {
     {
         let store = Store::open(dir.path(), config()).unwrap();
         store.create_bucket("bkt").unwrap();
-        store.put_object("bkt", &key(0), b"x", new_object("e")).unwrap();
+        store
+            .put_object("bkt", &key(0), b"x", new_object("e"))
+            .unwrap();
         let keys: Vec<String> = (1..count).map(key).collect();
         store
             .bulk_copy_for_tests("bkt", &key(0), keys.iter().map(String::as_str))
@@ -89,7 +91,11 @@ fn peak_while_listing(count: usize) -> usize {
         ..ListQuery::default()
     };
     assert_eq!(
-        store.list_objects("bkt", &prefixes).unwrap().common_prefixes.len(),
+        store
+            .list_objects("bkt", &prefixes)
+            .unwrap()
+            .common_prefixes
+            .len(),
         count.min(100)
     );
 

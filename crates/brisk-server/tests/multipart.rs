@@ -31,7 +31,9 @@ fn store() -> (TempDir, Store) {
 }
 
 fn upload_part(store: &Store, key: &str, upload_id: &str, number: u32, body: &[u8]) -> String {
-    let mut pending = store.begin_upload_part("bkt", key, upload_id, number).unwrap();
+    let mut pending = store
+        .begin_upload_part("bkt", key, upload_id, number)
+        .unwrap();
     pending.write_all(body).unwrap();
     let etag = format!("\"{:032x}\"", u128::from(number) << 64 | body.len() as u128);
     pending.commit(etag.clone(), None).unwrap().etag
@@ -69,10 +71,18 @@ fn three_parts_uploaded_out_of_order_with_a_reupload() {
     let _stale = upload_part(&store, "movie", &id, 1, &[9u8; 2000]);
     let e2 = upload_part(&store, "movie", &id, 2, &p2);
     let e1 = upload_part(&store, "movie", &id, 1, &p1); // replaces the first upload of part 1
-    assert_eq!(data_files(dir.path()).len(), 3, "the replaced part's file is gone");
+    assert_eq!(
+        data_files(dir.path()).len(),
+        3,
+        "the replaced part's file is gone"
+    );
 
     let listed = store.list_parts("bkt", "movie", &id, 0, 1000).unwrap();
-    let numbers: Vec<_> = listed.parts.iter().map(|p| (p.part_number, p.size)).collect();
+    let numbers: Vec<_> = listed
+        .parts
+        .iter()
+        .map(|p| (p.part_number, p.size))
+        .collect();
     assert_eq!(numbers, [(1, 1500), (2, 1024), (3, 10)]);
     assert!(!listed.is_truncated);
     let first_two = store.list_parts("bkt", "movie", &id, 0, 2).unwrap();
@@ -308,7 +318,11 @@ fn list_uploads_with_prefix_and_markers() {
     expected.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(list(UploadQuery::default()), expected);
 
-    let a_slash: Vec<_> = expected.iter().filter(|(k, _)| k.starts_with("a/")).cloned().collect();
+    let a_slash: Vec<_> = expected
+        .iter()
+        .filter(|(k, _)| k.starts_with("a/"))
+        .cloned()
+        .collect();
     assert_eq!(
         list(UploadQuery {
             prefix: "a/".into(),

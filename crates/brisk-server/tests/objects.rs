@@ -97,7 +97,12 @@ fn hostile_keys_round_trip_and_stay_inside_the_root() {
     // All of them list, each once, in byte order.
     let page = store.list_objects("bkt", &ListQuery::default()).unwrap();
     let listed: Vec<_> = page.objects.iter().map(|o| o.key.clone()).collect();
-    let expected: Vec<_> = keys.iter().cloned().collect::<BTreeSet<_>>().into_iter().collect();
+    let expected: Vec<_> = keys
+        .iter()
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     assert_eq!(listed, expected);
 
     // Nothing was created beside the root, and inside it only the store's own layout.
@@ -146,7 +151,10 @@ fn key_limits_are_enforced() {
         store.begin_put("bkt", &long),
         Err(StoreError::KeyTooLong { len: 1025, .. })
     ));
-    assert!(matches!(store.begin_put("bkt", ""), Err(StoreError::EmptyKey)));
+    assert!(matches!(
+        store.begin_put("bkt", ""),
+        Err(StoreError::EmptyKey)
+    ));
 }
 
 #[test]
@@ -177,7 +185,9 @@ fn buckets() {
         Err(StoreError::NoSuchBucket(_))
     ));
 
-    store.put_object("alpha", "k", b"v", new_object("e")).unwrap();
+    store
+        .put_object("alpha", "k", b"v", new_object("e"))
+        .unwrap();
     assert!(matches!(
         store.delete_bucket("alpha"),
         Err(StoreError::BucketNotEmpty(_))
@@ -204,8 +214,12 @@ fn bucket_names_sort_apart_from_keys() {
     let (_dir, store) = temp_store();
     store.create_bucket("abc").unwrap();
     store.create_bucket("abc-d").unwrap();
-    store.put_object("abc", "\u{10ffff}", b"1", new_object("e")).unwrap();
-    store.put_object("abc-d", "a", b"2", new_object("e")).unwrap();
+    store
+        .put_object("abc", "\u{10ffff}", b"1", new_object("e"))
+        .unwrap();
+    store
+        .put_object("abc-d", "a", b"2", new_object("e"))
+        .unwrap();
     let keys = |b| {
         store
             .list_objects(b, &ListQuery::default())
@@ -246,7 +260,9 @@ fn metadata_round_trips_and_survives_reopen() {
     let put = {
         let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
         store.create_bucket("bkt").unwrap();
-        store.put_object("bkt", "doc.json", b"{}", new.clone()).unwrap()
+        store
+            .put_object("bkt", "doc.json", b"{}", new.clone())
+            .unwrap()
     };
     let store = Store::open(dir.path(), StoreConfig::default()).unwrap();
     let head = store.head_object("bkt", "doc.json").unwrap();
@@ -310,10 +326,14 @@ fn commit_into_a_deleted_bucket_fails_and_cleans_up() {
 #[test]
 fn overwrite_replaces_the_file_and_open_readers_keep_the_old_version() {
     let (dir, store) = store_with_bucket();
-    store.put_object("bkt", "k", b"old version", new_object("1")).unwrap();
+    store
+        .put_object("bkt", "k", b"old version", new_object("1"))
+        .unwrap();
     let (info, mut old_file) = store.open_object("bkt", "k").unwrap();
     assert_eq!(info.etag, "1");
-    store.put_object("bkt", "k", b"new", new_object("2")).unwrap();
+    store
+        .put_object("bkt", "k", b"new", new_object("2"))
+        .unwrap();
     // One data file remains: the old one was unlinked, but the open descriptor still reads it.
     assert_eq!(data_files(dir.path()).len(), 1);
     let mut body = Vec::new();
@@ -327,10 +347,15 @@ fn overwrite_replaces_the_file_and_open_readers_keep_the_old_version() {
 fn delete_and_delete_many() {
     let (dir, store) = store_with_bucket();
     for key in ["a", "b", "c"] {
-        store.put_object("bkt", key, key.as_bytes(), new_object("e")).unwrap();
+        store
+            .put_object("bkt", key, key.as_bytes(), new_object("e"))
+            .unwrap();
     }
     assert!(store.delete_object("bkt", "a").unwrap());
-    assert!(!store.delete_object("bkt", "a").unwrap(), "absent key is still a success");
+    assert!(
+        !store.delete_object("bkt", "a").unwrap(),
+        "absent key is still a success"
+    );
     let long = "k".repeat(2000);
     let outcomes = store
         .delete_objects("bkt", &["b", "missing", &long, "c"])
@@ -339,7 +364,13 @@ fn delete_and_delete_many() {
     assert!(outcomes[1].is_ok());
     assert!(matches!(outcomes[2], Err(StoreError::KeyTooLong { .. })));
     assert!(outcomes[3].is_ok());
-    assert!(store.list_objects("bkt", &ListQuery::default()).unwrap().objects.is_empty());
+    assert!(
+        store
+            .list_objects("bkt", &ListQuery::default())
+            .unwrap()
+            .objects
+            .is_empty()
+    );
     assert!(data_files(dir.path()).is_empty());
     assert!(matches!(
         store.delete_object("nope", "a"),
@@ -368,7 +399,9 @@ fn copy_shares_the_data_file_until_the_last_reference_goes() {
             },
         )
         .unwrap();
-    let kept = store.copy_object("bkt", "src", "other", "same-meta", None).unwrap();
+    let kept = store
+        .copy_object("bkt", "src", "other", "same-meta", None)
+        .unwrap();
     assert_eq!(kept.attributes, attributes);
     assert_eq!(kept.etag, source.etag);
     let replacement = ObjectAttributes {
@@ -396,14 +429,22 @@ fn copy_shares_the_data_file_until_the_last_reference_goes() {
         store.copy_object("nope", "src", "bkt", "x", None),
         Err(StoreError::NoSuchBucket(_))
     ));
-    store.put_object("bkt", "src", b"p", new_object("e")).unwrap();
+    store
+        .put_object("bkt", "src", b"p", new_object("e"))
+        .unwrap();
     assert!(matches!(
         store.copy_object("bkt", "src", "nope", "x", None),
         Err(StoreError::NoSuchBucket(_))
     ));
     // Copy onto itself (S3 allows it to change metadata) keeps the data.
     store
-        .copy_object("bkt", "src", "bkt", "src", Some(ObjectAttributes::default()))
+        .copy_object(
+            "bkt",
+            "src",
+            "bkt",
+            "src",
+            Some(ObjectAttributes::default()),
+        )
         .unwrap();
     assert_eq!(read_object(&store, "bkt", "src"), b"p");
     assert_eq!(data_files(dir.path()).len(), 1);

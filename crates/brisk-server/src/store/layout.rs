@@ -127,7 +127,9 @@ impl Layout {
 
     pub fn data_leaf_dir(&self, id: DataId) -> PathBuf {
         let (a, b) = id.leaf_dir();
-        self.data_dir().join(format!("{a:02x}")).join(format!("{b:02x}"))
+        self.data_dir()
+            .join(format!("{a:02x}"))
+            .join(format!("{b:02x}"))
     }
 
     pub fn data_path(&self, id: DataId) -> PathBuf {
@@ -175,7 +177,11 @@ mod tests {
         assert_eq!(DataId::parse(&a.file_name()), Some(a));
         assert_eq!(a.file_name().len(), 32);
         assert_eq!(DataId::parse("not-an-id"), None);
-        assert_eq!(DataId::parse(&"A".repeat(32)), None, "uppercase is not ours");
+        assert_eq!(
+            DataId::parse(&"A".repeat(32)),
+            None,
+            "uppercase is not ours"
+        );
         assert_eq!(DataId::parse(&"0".repeat(31)), None);
     }
 

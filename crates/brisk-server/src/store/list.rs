@@ -18,11 +18,11 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use redb::ReadableDatabase;
 
+use super::Store;
 use super::error::{Result, StoreError};
 use super::meta::{self, ObjectSummary};
-use super::tables::{self, OBJECTS};
-use super::Store;
 use super::tables::BUCKETS;
+use super::tables::{self, OBJECTS};
 
 /// Most results (keys plus common prefixes) one page returns, as in S3; larger `max_keys` are capped.
 pub const MAX_KEYS_PER_PAGE: usize = 1000;

@@ -495,7 +495,12 @@ impl Inner {
     }
 
     /// `NoSuchBucket` or `NoSuchKey`, whichever explains a failed lookup (read transaction).
-    fn missing_key(&self, txn: &redb::ReadTransaction, bucket: &str, key: &str) -> Result<StoreError> {
+    fn missing_key(
+        &self,
+        txn: &redb::ReadTransaction,
+        bucket: &str,
+        key: &str,
+    ) -> Result<StoreError> {
         Ok(if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
             StoreError::NoSuchBucket(bucket.to_owned())
         } else {
@@ -507,7 +512,12 @@ impl Inner {
     }
 
     /// Same as [`missing_key`](Self::missing_key) inside a write transaction.
-    fn missing_key_in(&self, txn: &WriteTransaction, bucket: &str, key: &str) -> Result<StoreError> {
+    fn missing_key_in(
+        &self,
+        txn: &WriteTransaction,
+        bucket: &str,
+        key: &str,
+    ) -> Result<StoreError> {
         Ok(match self.require_bucket_in(txn, bucket) {
             Err(e) => e,
             Ok(()) => StoreError::NoSuchKey {
@@ -519,7 +529,12 @@ impl Inner {
 
     /// Points `bucket`/`info.key` at `info` (taking a reference to its data file) and drops the
     /// replaced version's reference; returns the files whose last reference went.
-    fn put_record(&self, txn: &WriteTransaction, bucket: &str, info: &ObjectInfo) -> Result<Vec<DataId>> {
+    fn put_record(
+        &self,
+        txn: &WriteTransaction,
+        bucket: &str,
+        info: &ObjectInfo,
+    ) -> Result<Vec<DataId>> {
         let mut objects = txn.open_table(OBJECTS)?;
         let mut refs = txn.open_table(DATA_REFS)?;
         let mut released = Vec::new();
@@ -557,4 +572,3 @@ impl Inner {
         Ok(info)
     }
 }
-

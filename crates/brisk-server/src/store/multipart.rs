@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io;
-use std::ops::Bound;
+use std::ops::{Bound, RangeInclusive};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -153,11 +153,8 @@ fn multipart_etag<'a>(part_etags: impl ExactSizeIterator<Item = &'a str>) -> Str
 }
 
 /// The full range of part records of one upload.
-fn parts_of(upload_id: &str) -> (Bound<(&str, u32)>, Bound<(&str, u32)>) {
-    (
-        Bound::Included((upload_id, 0)),
-        Bound::Included((upload_id, u32::MAX)),
-    )
+fn parts_of(upload_id: &str) -> RangeInclusive<(&str, u32)> {
+    (upload_id, 0)..=(upload_id, u32::MAX)
 }
 
 impl Store {
@@ -265,7 +262,10 @@ impl Store {
         let key_offset = tables::bucket_prefix_len(bucket);
 
         // Lower bound from the markers: after (key, upload id), or after every upload of the key.
-        let marker_key = query.key_marker.as_deref().map(|k| tables::object_key(bucket, k));
+        let marker_key = query
+            .key_marker
+            .as_deref()
+            .map(|k| tables::object_key(bucket, k));
         let mut after_key = None;
         let mut lower: Bound<(&[u8], &str)> = Bound::Included((start.as_slice(), ""));
         if let Some(marker_key) = marker_key.as_deref().filter(|m| *m >= start.as_slice()) {
@@ -375,7 +375,9 @@ impl Store {
         let mut stored_parts = Vec::new();
         {
             let mut part_table = txn.open_table(PARTS)?;
-            for entry in part_table.extract_from_if::<(&str, u32), _>(parts_of(upload_id), |_, _| true)? {
+            for entry in
+                part_table.extract_from_if::<(&str, u32), _>(parts_of(upload_id), |_, _| true)?
+            {
                 let (id, record) = entry?;
                 stored_parts.push((id.value().1, meta::decode_part(record.value())?.data_id));
             }

@@ -149,7 +149,10 @@ mod tests {
         validate_key(&"k".repeat(MAX_KEY_BYTES)).unwrap();
         assert!(matches!(
             validate_key(&"k".repeat(MAX_KEY_BYTES + 1)),
-            Err(StoreError::KeyTooLong { len: 1025, max: 1024 })
+            Err(StoreError::KeyTooLong {
+                len: 1025,
+                max: 1024
+            })
         ));
         // 342 three-byte characters are 1026 bytes: the limit is in bytes, not characters.
         assert!(validate_key(&"€".repeat(342)).is_err());
