@@ -1,0 +1,597 @@
+//! What the store records per object, per multipart upload and per part, and the compact binary
+//! encoding of those records in the metadata database.
+//!
+//! The encoding is hand-written: a version byte, then fixed-width little-endian integers and
+//! length-prefixed strings in a fixed order. The fields a listing needs (size, ETag, last-modified)
+//! come first so a listing decodes only them. A typical object record is 60–150 bytes.
+
+use std::ops::Range;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::error::{Result, StoreError};
+use super::layout::DataId;
+
+/// Version byte of every record; a record with another version is rejected as corrupt rather than
+/// misread.
+const RECORD_VERSION: u8 = 1;
+
+/// The standard headers and user metadata stored with an object, as the client sent them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectAttributes {
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Content-Encoding`.
+    pub content_encoding: Option<String>,
+    /// `Content-Disposition`.
+    pub content_disposition: Option<String>,
+    /// `Content-Language`.
+    pub content_language: Option<String>,
+    /// `Cache-Control`.
+    pub cache_control: Option<String>,
+    /// `Expires`, kept as the client's string (S3 returns it verbatim).
+    pub expires: Option<String>,
+    /// `x-amz-meta-*` headers: names without the `x-amz-meta-` prefix, in the order given.
+    pub user_metadata: Vec<(String, String)>,
+}
+
+/// Checksum algorithms S3 defines (`x-amz-checksum-*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChecksumAlgorithm {
+    /// CRC-32 (ISO HDLC).
+    Crc32,
+    /// CRC-32C (Castagnoli).
+    Crc32c,
+    /// CRC-64/NVME.
+    Crc64Nvme,
+    /// SHA-1.
+    Sha1,
+    /// SHA-256.
+    Sha256,
+}
+
+impl ChecksumAlgorithm {
+    /// The name S3 uses in `x-amz-checksum-algorithm`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Crc32 => "CRC32",
+            Self::Crc32c => "CRC32C",
+            Self::Crc64Nvme => "CRC64NVME",
+            Self::Sha1 => "SHA1",
+            Self::Sha256 => "SHA256",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Self::Crc32 => 1,
+            Self::Crc32c => 2,
+            Self::Crc64Nvme => 3,
+            Self::Sha1 => 4,
+            Self::Sha256 => 5,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => Self::Crc32,
+            2 => Self::Crc32c,
+            3 => Self::Crc64Nvme,
+            4 => Self::Sha1,
+            5 => Self::Sha256,
+            _ => return None,
+        })
+    }
+}
+
+/// Whether a checksum covers the whole object or is a checksum of the parts' checksums
+/// (`x-amz-checksum-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChecksumType {
+    /// Checksum of the object's bytes.
+    FullObject,
+    /// Checksum of the concatenated part checksums, S3 shows it with a `-N` suffix.
+    Composite,
+}
+
+/// A checksum as computed by the front end while it streamed the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checksum {
+    /// Which algorithm.
+    pub algorithm: ChecksumAlgorithm,
+    /// Full object or composite.
+    pub checksum_type: ChecksumType,
+    /// The base64 value, as S3 sends it in `x-amz-checksum-*`.
+    pub value: String,
+}
+
+/// One part of a multipart object, as recorded when the upload was completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartLayout {
+    /// Size of the part in bytes; offsets follow from the sizes of the parts before it.
+    pub size: u64,
+    /// The part's own checksum (base64), when the client sent one.
+    pub checksum: Option<String>,
+}
+
+/// What the caller of a PUT supplies besides the bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewObject {
+    /// The ETag, computed by the front end as it streamed the body (hex MD5, with quotes or without:
+    /// the store records it as given).
+    pub etag: String,
+    /// Standard headers and user metadata.
+    pub attributes: ObjectAttributes,
+    /// Checksum of the body, if the client asked for one.
+    pub checksum: Option<Checksum>,
+}
+
+/// Everything the store knows about one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// The object's key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag as recorded at commit.
+    pub etag: String,
+    /// Time of the metadata commit that made this version visible.
+    pub last_modified: SystemTime,
+    /// Standard headers and user metadata.
+    pub attributes: ObjectAttributes,
+    /// Checksum of the object, if any.
+    pub checksum: Option<Checksum>,
+    /// Part layout for objects made by a multipart upload; empty for single PUTs.
+    pub parts: Vec<PartLayout>,
+    pub(crate) data_id: DataId,
+}
+
+impl ObjectInfo {
+    /// Number of parts (`x-amz-mp-parts-count`), 0 for objects made by a single PUT.
+    pub fn parts_count(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Byte range of part `part_number` (1-based) for `GetObject?partNumber=N`. A single-PUT object
+    /// has one part, the whole object, as S3 treats it.
+    pub fn part_range(&self, part_number: u32) -> Option<Range<u64>> {
+        let index = usize::try_from(part_number).ok()?.checked_sub(1)?;
+        if self.parts.is_empty() {
+            return (index == 0).then_some(0..self.size);
+        }
+        let part = self.parts.get(index)?;
+        let start: u64 = self.parts[..index].iter().map(|p| p.size).sum();
+        Some(start..start + part.size)
+    }
+}
+
+/// The fields a listing shows per key, decoded from the front of an object record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectSummary {
+    /// The object's key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag as recorded at commit.
+    pub etag: String,
+    /// Time of the commit.
+    pub last_modified: SystemTime,
+}
+
+/// Record of a multipart upload in progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UploadRecord {
+    pub initiated: SystemTime,
+    pub attributes: ObjectAttributes,
+    pub checksum_algorithm: Option<(ChecksumAlgorithm, ChecksumType)>,
+}
+
+/// Record of one uploaded part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PartRecord {
+    pub data_id: DataId,
+    pub size: u64,
+    pub etag: String,
+    pub last_modified: SystemTime,
+    pub checksum: Option<String>,
+}
+
+pub(crate) fn encode_object(info: &ObjectInfo) -> Vec<u8> {
+    let mut w = Writer::with_capacity(64 + info.etag.len());
+    w.u8(RECORD_VERSION);
+    w.u64(info.size);
+    w.str(&info.etag);
+    w.time(info.last_modified);
+    w.u128(info.data_id.0);
+    w.attributes(&info.attributes);
+    w.checksum(info.checksum.as_ref());
+    w.u32(info.parts.len() as u32);
+    for part in &info.parts {
+        w.u64(part.size);
+        w.opt_str(part.checksum.as_deref());
+    }
+    w.0
+}
+
+pub(crate) fn decode_object(key: &str, bytes: &[u8]) -> Result<ObjectInfo> {
+    let mut r = Reader::new(bytes)?;
+    let size = r.u64()?;
+    let etag = r.string()?;
+    let last_modified = r.time()?;
+    let data_id = DataId(r.u128()?);
+    let attributes = r.attributes()?;
+    let checksum = r.checksum()?;
+    let count = r.u32()? as usize;
+    let mut parts = Vec::with_capacity(count.min(bytes.len()));
+    for _ in 0..count {
+        parts.push(PartLayout {
+            size: r.u64()?,
+            checksum: r.opt_string()?,
+        });
+    }
+    r.finish()?;
+    Ok(ObjectInfo {
+        key: key.to_owned(),
+        size,
+        etag,
+        last_modified,
+        attributes,
+        checksum,
+        parts,
+        data_id,
+    })
+}
+
+/// Decodes only the listing fields and the data id at the front of an object record.
+pub(crate) fn decode_summary(key: &str, bytes: &[u8]) -> Result<(ObjectSummary, DataId)> {
+    let mut r = Reader::new(bytes)?;
+    let size = r.u64()?;
+    let etag = r.string()?;
+    let last_modified = r.time()?;
+    let data_id = DataId(r.u128()?);
+    Ok((
+        ObjectSummary {
+            key: key.to_owned(),
+            size,
+            etag,
+            last_modified,
+        },
+        data_id,
+    ))
+}
+
+pub(crate) fn encode_upload(upload: &UploadRecord) -> Vec<u8> {
+    let mut w = Writer::with_capacity(64);
+    w.u8(RECORD_VERSION);
+    w.time(upload.initiated);
+    w.attributes(&upload.attributes);
+    match upload.checksum_algorithm {
+        None => w.u8(0),
+        Some((algorithm, kind)) => {
+            w.u8(algorithm.code());
+            w.u8(kind_code(kind));
+        }
+    }
+    w.0
+}
+
+pub(crate) fn decode_upload(bytes: &[u8]) -> Result<UploadRecord> {
+    let mut r = Reader::new(bytes)?;
+    let initiated = r.time()?;
+    let attributes = r.attributes()?;
+    let checksum_algorithm = match r.u8()? {
+        0 => None,
+        code => Some((
+            ChecksumAlgorithm::from_code(code).ok_or(CORRUPT_CHECKSUM)?,
+            kind_from_code(r.u8()?)?,
+        )),
+    };
+    r.finish()?;
+    Ok(UploadRecord {
+        initiated,
+        attributes,
+        checksum_algorithm,
+    })
+}
+
+pub(crate) fn encode_part(part: &PartRecord) -> Vec<u8> {
+    let mut w = Writer::with_capacity(64);
+    w.u8(RECORD_VERSION);
+    w.u128(part.data_id.0);
+    w.u64(part.size);
+    w.str(&part.etag);
+    w.time(part.last_modified);
+    w.opt_str(part.checksum.as_deref());
+    w.0
+}
+
+pub(crate) fn decode_part(bytes: &[u8]) -> Result<PartRecord> {
+    let mut r = Reader::new(bytes)?;
+    let part = PartRecord {
+        data_id: DataId(r.u128()?),
+        size: r.u64()?,
+        etag: r.string()?,
+        last_modified: r.time()?,
+        checksum: r.opt_string()?,
+    };
+    r.finish()?;
+    Ok(part)
+}
+
+const CORRUPT_CHECKSUM: StoreError = StoreError::CorruptMetadata("unknown checksum algorithm");
+
+fn kind_code(kind: ChecksumType) -> u8 {
+    match kind {
+        ChecksumType::FullObject => 1,
+        ChecksumType::Composite => 2,
+    }
+}
+
+fn kind_from_code(code: u8) -> Result<ChecksumType> {
+    match code {
+        1 => Ok(ChecksumType::FullObject),
+        2 => Ok(ChecksumType::Composite),
+        _ => Err(StoreError::CorruptMetadata("unknown checksum type")),
+    }
+}
+
+/// Nanoseconds since the Unix epoch; times before 1970 are stored as the epoch.
+fn time_to_nanos(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+pub(crate) fn nanos_to_time(nanos: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_nanos(nanos)
+}
+
+pub(crate) fn encode_time(t: SystemTime) -> u64 {
+    time_to_nanos(t)
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn with_capacity(n: usize) -> Self {
+        Self(Vec::with_capacity(n))
+    }
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u128(&mut self, v: u128) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn time(&mut self, t: SystemTime) {
+        self.u64(time_to_nanos(t));
+    }
+    fn str(&mut self, s: &str) {
+        // Every string the store keeps is bounded well below 4 GiB by the HTTP header limits.
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.str(s);
+            }
+        }
+    }
+    fn attributes(&mut self, a: &ObjectAttributes) {
+        for field in [
+            &a.content_type,
+            &a.content_encoding,
+            &a.content_disposition,
+            &a.content_language,
+            &a.cache_control,
+            &a.expires,
+        ] {
+            self.opt_str(field.as_deref());
+        }
+        self.u32(a.user_metadata.len() as u32);
+        for (name, value) in &a.user_metadata {
+            self.str(name);
+            self.str(value);
+        }
+    }
+    fn checksum(&mut self, c: Option<&Checksum>) {
+        match c {
+            None => self.u8(0),
+            Some(c) => {
+                self.u8(c.algorithm.code());
+                self.u8(kind_code(c.checksum_type));
+                self.str(&c.value);
+            }
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+const TRUNCATED: StoreError = StoreError::CorruptMetadata("record is truncated");
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8]) -> Result<Self> {
+        match bytes.split_first() {
+            Some((&RECORD_VERSION, rest)) => Ok(Self(rest)),
+            Some(_) => Err(StoreError::CorruptMetadata("unknown record version")),
+            None => Err(TRUNCATED),
+        }
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(TRUNCATED);
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        Ok(self.take(N)?.try_into().expect("take returned N bytes"))
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    fn u128(&mut self) -> Result<u128> {
+        Ok(u128::from_le_bytes(self.array()?))
+    }
+    fn time(&mut self) -> Result<SystemTime> {
+        Ok(nanos_to_time(self.u64()?))
+    }
+    fn string(&mut self) -> Result<String> {
+        let len = self.u32()? as usize;
+        let bytes = self.take(len)?;
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| StoreError::CorruptMetadata("string is not UTF-8"))
+    }
+    fn opt_string(&mut self) -> Result<Option<String>> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => self.string().map(Some),
+            _ => Err(StoreError::CorruptMetadata("bad option tag")),
+        }
+    }
+    fn attributes(&mut self) -> Result<ObjectAttributes> {
+        let mut a = ObjectAttributes {
+            content_type: self.opt_string()?,
+            content_encoding: self.opt_string()?,
+            content_disposition: self.opt_string()?,
+            content_language: self.opt_string()?,
+            cache_control: self.opt_string()?,
+            expires: self.opt_string()?,
+            user_metadata: Vec::new(),
+        };
+        let count = self.u32()? as usize;
+        // Each pair takes at least 8 bytes, so a corrupt count cannot make us reserve more than the
+        // record could hold.
+        a.user_metadata.reserve(count.min(self.0.len() / 8));
+        for _ in 0..count {
+            a.user_metadata.push((self.string()?, self.string()?));
+        }
+        Ok(a)
+    }
+    fn checksum(&mut self) -> Result<Option<Checksum>> {
+        match self.u8()? {
+            0 => Ok(None),
+            code => Ok(Some(Checksum {
+                algorithm: ChecksumAlgorithm::from_code(code).ok_or(CORRUPT_CHECKSUM)?,
+                checksum_type: kind_from_code(self.u8()?)?,
+                value: self.string()?,
+            })),
+        }
+    }
+    fn finish(&self) -> Result<()> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::CorruptMetadata("trailing bytes after record"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ObjectInfo {
+        ObjectInfo {
+            key: "k".into(),
+            size: 12_345,
+            etag: "\"0123456789abcdef0123456789abcdef-3\"".into(),
+            last_modified: nanos_to_time(1_700_000_000_123_456_789),
+            attributes: ObjectAttributes {
+                content_type: Some("text/plain".into()),
+                content_encoding: None,
+                content_disposition: Some("attachment; filename=\"a b\"".into()),
+                content_language: Some("en".into()),
+                cache_control: Some("no-cache".into()),
+                expires: Some("Wed, 21 Oct 2015 07:28:00 GMT".into()),
+                user_metadata: vec![("color".into(), "blue".into()), ("é".into(), "".into())],
+            },
+            checksum: Some(Checksum {
+                algorithm: ChecksumAlgorithm::Crc64Nvme,
+                checksum_type: ChecksumType::Composite,
+                value: "AAAAAAAAAAA=".into(),
+            }),
+            parts: vec![
+                PartLayout {
+                    size: 5,
+                    checksum: Some("x".into()),
+                },
+                PartLayout {
+                    size: 7,
+                    checksum: None,
+                },
+            ],
+            data_id: DataId(0xdead_beef_u128 << 64 | 42),
+        }
+    }
+
+    #[test]
+    fn object_record_round_trips() {
+        let info = sample();
+        let bytes = encode_object(&info);
+        assert_eq!(decode_object("k", &bytes).unwrap(), info);
+        let (summary, id) = decode_summary("k", &bytes).unwrap();
+        assert_eq!(summary.size, info.size);
+        assert_eq!(summary.etag, info.etag);
+        assert_eq!(summary.last_modified, info.last_modified);
+        assert_eq!(id, info.data_id);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_not_a_panic() {
+        let bytes = encode_object(&sample());
+        for len in 0..bytes.len() {
+            assert!(decode_object("k", &bytes[..len]).is_err(), "length {len}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_object("k", &longer).is_err());
+        let mut other_version = bytes;
+        other_version[0] = 99;
+        assert!(decode_object("k", &other_version).is_err());
+    }
+
+    #[test]
+    fn upload_and_part_records_round_trip() {
+        let upload = UploadRecord {
+            initiated: nanos_to_time(5),
+            attributes: sample().attributes,
+            checksum_algorithm: Some((ChecksumAlgorithm::Sha256, ChecksumType::FullObject)),
+        };
+        assert_eq!(decode_upload(&encode_upload(&upload)).unwrap(), upload);
+        let part = PartRecord {
+            data_id: DataId(7),
+            size: 5 << 20,
+            etag: "\"abc\"".into(),
+            last_modified: nanos_to_time(9),
+            checksum: Some("q==".into()),
+        };
+        assert_eq!(decode_part(&encode_part(&part)).unwrap(), part);
+    }
+
+    #[test]
+    fn part_ranges() {
+        let mut info = sample();
+        assert_eq!(info.part_range(0), None);
+        assert_eq!(info.part_range(1), Some(0..5));
+        assert_eq!(info.part_range(2), Some(5..12));
+        assert_eq!(info.part_range(3), None);
+        info.parts.clear();
+        assert_eq!(info.part_range(1), Some(0..info.size));
+        assert_eq!(info.part_range(2), None);
+    }
+}

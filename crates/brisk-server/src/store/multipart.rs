@@ -1,0 +1,619 @@
+//! Multipart uploads: create, upload parts, list, complete, abort.
+//!
+//! Each part is its own data file, written to `tmp/` and renamed into `data/` like an object body, and
+//! recorded in the `parts` table; uploading a part number again replaces the record and removes the old
+//! file. Completion checks the listed parts, then concatenates their files into a new data file with
+//! `std::io::copy` between files (which uses `copy_file_range` on Linux: the kernel moves the bytes,
+//! or shares extents on file systems with reflinks; nothing passes through user memory), and commits
+//! the object, its part layout and the removal of the upload in one transaction.
+
+use std::fs::File;
+use std::io;
+use std::ops::{Bound, RangeInclusive};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use md5::{Digest, Md5};
+use redb::{ReadableDatabase, ReadableTable, WriteTransaction};
+
+use super::error::{Result, StoreError};
+use super::layout::DataId;
+use super::meta::{
+    self, Checksum, ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo, PartLayout,
+    PartRecord, UploadRecord,
+};
+use super::names;
+use super::pending::{PendingPart, TempFile};
+use super::tables::{self, BUCKETS, DATA_REFS, PARTS, UPLOADS};
+use super::{Inner, Store};
+
+/// S3's minimum size of every part but the last: 5 MiB.
+pub const MIN_PART_SIZE: u64 = 5 << 20;
+
+/// Highest part number S3 accepts (parts are numbered from 1).
+pub const MAX_PART_NUMBER: u32 = 10_000;
+
+/// Most parts one `ListParts` page returns, as in S3.
+pub const MAX_PARTS_PER_PAGE: usize = 1000;
+
+/// Most uploads one `ListMultipartUploads` page returns, as in S3.
+pub const MAX_UPLOADS_PER_PAGE: usize = 1000;
+
+/// One entry of a `CompleteMultipartUpload` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletedPart {
+    /// Part number, 1..=10000.
+    pub part_number: u32,
+    /// ETag the client got when it uploaded the part (quotes optional).
+    pub etag: String,
+}
+
+/// An uploaded part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartInfo {
+    /// Part number.
+    pub part_number: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// ETag recorded at upload.
+    pub etag: String,
+    /// When the part was committed.
+    pub last_modified: SystemTime,
+    /// The part's checksum (base64), if the client sent one.
+    pub checksum: Option<String>,
+}
+
+/// One page of `ListParts`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartsPage {
+    /// Parts in ascending number.
+    pub parts: Vec<PartInfo>,
+    /// More parts follow.
+    pub is_truncated: bool,
+    /// Pass as `part_number_marker` for the next page, when truncated.
+    pub next_part_number_marker: Option<u32>,
+}
+
+/// Parameters of `ListMultipartUploads`.
+#[derive(Debug, Clone)]
+pub struct UploadQuery {
+    /// Only uploads whose key starts with this.
+    pub prefix: String,
+    /// Only uploads of keys after this one (or of this key with an id after `upload_id_marker`).
+    pub key_marker: Option<String>,
+    /// With `key_marker`: also uploads of that key whose id is greater than this.
+    pub upload_id_marker: Option<String>,
+    /// Most uploads to return, capped at [`MAX_UPLOADS_PER_PAGE`].
+    pub max_uploads: usize,
+}
+
+impl Default for UploadQuery {
+    fn default() -> Self {
+        Self {
+            prefix: String::new(),
+            key_marker: None,
+            upload_id_marker: None,
+            max_uploads: MAX_UPLOADS_PER_PAGE,
+        }
+    }
+}
+
+/// A multipart upload in progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadInfo {
+    /// Key the upload will create.
+    pub key: String,
+    /// Upload id.
+    pub upload_id: String,
+    /// When the upload was created.
+    pub initiated: SystemTime,
+    /// Checksum algorithm announced at creation.
+    pub checksum_algorithm: Option<(ChecksumAlgorithm, ChecksumType)>,
+}
+
+/// One page of `ListMultipartUploads`, ordered by key, then by creation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UploadsPage {
+    /// The uploads.
+    pub uploads: Vec<UploadInfo>,
+    /// More uploads follow.
+    pub is_truncated: bool,
+    /// `key_marker` for the next page, when truncated.
+    pub next_key_marker: Option<String>,
+    /// `upload_id_marker` for the next page, when truncated.
+    pub next_upload_id_marker: Option<String>,
+}
+
+fn validate_part_number(part_number: u32) -> Result<()> {
+    if (1..=MAX_PART_NUMBER).contains(&part_number) {
+        Ok(())
+    } else {
+        Err(StoreError::InvalidPartNumber(part_number))
+    }
+}
+
+/// ETags compare without their surrounding quotes: clients send them either way.
+fn same_etag(a: &str, b: &str) -> bool {
+    a.trim_matches('"') == b.trim_matches('"')
+}
+
+/// S3's multipart ETag: MD5 of the concatenated binary MD5s of the parts, a dash and the part count,
+/// quoted. A part ETag that is not a hex MD5 contributes its text instead.
+fn multipart_etag<'a>(part_etags: impl ExactSizeIterator<Item = &'a str>) -> String {
+    let count = part_etags.len();
+    let mut md5 = Md5::new();
+    for etag in part_etags {
+        let etag = etag.trim_matches('"');
+        match hex::decode(etag) {
+            Ok(digest) if digest.len() == 16 => md5.update(&digest),
+            _ => md5.update(etag.as_bytes()),
+        }
+    }
+    format!("\"{}-{count}\"", hex::encode(md5.finalize()))
+}
+
+/// The full range of part records of one upload.
+fn parts_of(upload_id: &str) -> RangeInclusive<(&str, u32)> {
+    (upload_id, 0)..=(upload_id, u32::MAX)
+}
+
+impl Store {
+    /// Starts a multipart upload and returns its id. The headers and user metadata are those the
+    /// completed object will carry.
+    pub fn create_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        attributes: ObjectAttributes,
+        checksum_algorithm: Option<(ChecksumAlgorithm, ChecksumType)>,
+    ) -> Result<String> {
+        names::validate_key(key)?;
+        let upload_id = self.inner.ids.next().file_name();
+        let record = UploadRecord {
+            initiated: SystemTime::now(),
+            attributes,
+            checksum_algorithm,
+        };
+        let txn = self.inner.begin_write()?;
+        {
+            self.inner.require_bucket_in(&txn, bucket)?;
+            let mut uploads = txn.open_table(UPLOADS)?;
+            let object_key = tables::object_key(bucket, key);
+            uploads.insert(
+                (object_key.as_slice(), upload_id.as_str()),
+                meta::encode_upload(&record).as_slice(),
+            )?;
+        }
+        self.inner.commit(txn)?;
+        Ok(upload_id)
+    }
+
+    /// Starts the upload of one part; write it and [`PendingPart::commit`].
+    pub fn begin_upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+    ) -> Result<PendingPart> {
+        names::validate_key(key)?;
+        validate_part_number(part_number)?;
+        {
+            let txn = self.inner.db.begin_read()?;
+            self.inner.read_upload(&txn, bucket, key, upload_id)?;
+        }
+        Ok(PendingPart {
+            temp: TempFile::create(Arc::clone(&self.inner))?,
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            upload_id: upload_id.to_owned(),
+            part_number,
+        })
+    }
+
+    /// Parts of an upload with numbers above `part_number_marker`, at most `max_parts`
+    /// (capped at [`MAX_PARTS_PER_PAGE`]).
+    pub fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number_marker: u32,
+        max_parts: usize,
+    ) -> Result<PartsPage> {
+        let max_parts = max_parts.min(MAX_PARTS_PER_PAGE);
+        let txn = self.inner.db.begin_read()?;
+        self.inner.read_upload(&txn, bucket, key, upload_id)?;
+        let parts = txn.open_table(PARTS)?;
+        let mut page = PartsPage::default();
+        let range = parts.range::<(&str, u32)>((
+            Bound::Excluded((upload_id, part_number_marker)),
+            Bound::Included((upload_id, u32::MAX)),
+        ))?;
+        for entry in range {
+            let (id, record) = entry?;
+            let part_number = id.value().1;
+            if page.parts.len() == max_parts {
+                page.is_truncated = true;
+                page.next_part_number_marker = page.parts.last().map(|p| p.part_number);
+                break;
+            }
+            let record = meta::decode_part(record.value())?;
+            page.parts.push(PartInfo {
+                part_number,
+                size: record.size,
+                etag: record.etag,
+                last_modified: record.last_modified,
+                checksum: record.checksum,
+            });
+        }
+        Ok(page)
+    }
+
+    /// Uploads in progress in `bucket`, ordered by key then by creation.
+    pub fn list_multipart_uploads(&self, bucket: &str, query: &UploadQuery) -> Result<UploadsPage> {
+        let max_uploads = query.max_uploads.min(MAX_UPLOADS_PER_PAGE);
+        let txn = self.inner.db.begin_read()?;
+        if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
+            return Err(StoreError::NoSuchBucket(bucket.to_owned()));
+        }
+        let uploads = txn.open_table(UPLOADS)?;
+        let (start, end) = tables::prefix_range(bucket, &query.prefix);
+        let key_offset = tables::bucket_prefix_len(bucket);
+
+        // Lower bound from the markers: after (key, upload id), or after every upload of the key.
+        let marker_key = query
+            .key_marker
+            .as_deref()
+            .map(|k| tables::object_key(bucket, k));
+        let mut after_key = None;
+        let mut lower: Bound<(&[u8], &str)> = Bound::Included((start.as_slice(), ""));
+        if let Some(marker_key) = marker_key.as_deref().filter(|m| *m >= start.as_slice()) {
+            match query.upload_id_marker.as_deref() {
+                Some(id) => lower = Bound::Excluded((marker_key, id)),
+                None => {
+                    // The smallest key greater than the marker is the marker followed by NUL.
+                    let mut next = marker_key.to_vec();
+                    next.push(0);
+                    after_key = Some(next);
+                }
+            }
+        }
+        if let Some(next) = after_key.as_deref() {
+            lower = Bound::Included((next, ""));
+        }
+
+        let mut page = UploadsPage::default();
+        let range =
+            uploads.range::<(&[u8], &str)>((lower, Bound::Excluded((end.as_slice(), ""))))?;
+        for entry in range {
+            let (id, record) = entry?;
+            let (object_key, upload_id) = id.value();
+            if page.uploads.len() == max_uploads {
+                page.is_truncated = true;
+                let last = page.uploads.last().expect("max_uploads > 0 when truncated");
+                page.next_key_marker = Some(last.key.clone());
+                page.next_upload_id_marker = Some(last.upload_id.clone());
+                break;
+            }
+            let key = std::str::from_utf8(&object_key[key_offset..])
+                .map_err(|_| StoreError::CorruptMetadata("key is not UTF-8"))?;
+            let record = meta::decode_upload(record.value())?;
+            page.uploads.push(UploadInfo {
+                key: key.to_owned(),
+                upload_id: upload_id.to_owned(),
+                initiated: record.initiated,
+                checksum_algorithm: record.checksum_algorithm,
+            });
+        }
+        Ok(page)
+    }
+
+    /// Completes an upload from the client's ordered part list: each part must exist with a matching
+    /// ETag (`InvalidPart`), numbers must ascend (`InvalidPartOrder`), every part but the last must be
+    /// at least the minimum part size (`EntityTooSmall`). The parts are concatenated into the object
+    /// file without passing through memory; parts uploaded but not listed are discarded.
+    pub fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[CompletedPart],
+        checksum: Option<Checksum>,
+    ) -> Result<ObjectInfo> {
+        names::validate_key(key)?;
+        if parts.is_empty() {
+            return Err(StoreError::NoParts);
+        }
+        for pair in parts.windows(2) {
+            if pair[1].part_number <= pair[0].part_number {
+                return Err(StoreError::InvalidPartOrder {
+                    previous: pair[0].part_number,
+                    next: pair[1].part_number,
+                });
+            }
+        }
+        let records = self.inner.listed_parts(bucket, key, upload_id, parts)?;
+        let min = self.inner.config.min_part_size;
+        for (listed, record) in parts.iter().zip(&records).take(records.len() - 1) {
+            if record.size < min {
+                return Err(StoreError::EntityTooSmall {
+                    part_number: listed.part_number,
+                    size: record.size,
+                    min,
+                });
+            }
+        }
+
+        // A single part already is the object's file; more are concatenated into a new one.
+        let mut assembled = None;
+        let (data_id, size) = if let [only] = records.as_slice() {
+            (only.data_id, only.size)
+        } else {
+            let mut temp = TempFile::create(Arc::clone(&self.inner))?;
+            for record in &records {
+                let mut source = File::open(self.inner.layout.data_path(record.data_id))?;
+                io::copy(&mut source, temp.file_mut())?;
+            }
+            let size = temp.install()?;
+            let id = temp.id();
+            assembled = Some(temp);
+            (id, size)
+        };
+
+        let txn = self.inner.begin_write()?;
+        self.inner.require_bucket_in(&txn, bucket)?;
+        let object_key = tables::object_key(bucket, key);
+        let upload = {
+            let mut uploads = txn.open_table(UPLOADS)?;
+            let removed = uploads.remove((object_key.as_slice(), upload_id))?;
+            let record = removed.ok_or_else(|| StoreError::NoSuchUpload(upload_id.to_owned()))?;
+            meta::decode_upload(record.value())?
+        };
+        // Every part record of the upload goes, listed or not; the listed ones must still be the
+        // versions that were assembled (a concurrent re-upload would have replaced them).
+        let mut stored_parts = Vec::new();
+        {
+            let mut part_table = txn.open_table(PARTS)?;
+            for entry in
+                part_table.extract_from_if::<(&str, u32), _>(parts_of(upload_id), |_, _| true)?
+            {
+                let (id, record) = entry?;
+                stored_parts.push((id.value().1, meta::decode_part(record.value())?.data_id));
+            }
+        }
+        for (listed, record) in parts.iter().zip(&records) {
+            let still_there = stored_parts
+                .iter()
+                .any(|&(n, id)| n == listed.part_number && id == record.data_id);
+            if !still_there {
+                return Err(StoreError::InvalidPart {
+                    part_number: listed.part_number,
+                    etag: listed.etag.clone(),
+                });
+            }
+        }
+        let info = ObjectInfo {
+            key: key.to_owned(),
+            size,
+            etag: multipart_etag(records.iter().map(|r| r.etag.as_str())),
+            last_modified: SystemTime::now(),
+            attributes: upload.attributes,
+            checksum,
+            parts: records
+                .iter()
+                .map(|r| PartLayout {
+                    size: r.size,
+                    checksum: r.checksum.clone(),
+                })
+                .collect(),
+            data_id,
+        };
+        let mut released = self.inner.put_record(&txn, bucket, &info)?;
+        {
+            let mut refs = txn.open_table(DATA_REFS)?;
+            for &(_, id) in &stored_parts {
+                if tables::release_ref(&mut refs, id)? {
+                    released.push(id);
+                }
+            }
+        }
+        self.inner.commit(txn)?;
+        if let Some(temp) = assembled.as_mut() {
+            temp.committed();
+        }
+        self.inner.fault(super::FaultPoint::MetadataCommitted);
+        self.inner.remove_data_files(&released);
+        Ok(info)
+    }
+
+    /// Aborts an upload and removes its parts.
+    pub fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        names::validate_key(key)?;
+        let txn = self.inner.begin_write()?;
+        self.inner.require_bucket_in(&txn, bucket)?;
+        let released = {
+            let mut uploads = txn.open_table(UPLOADS)?;
+            let object_key = tables::object_key(bucket, key);
+            if uploads
+                .remove((object_key.as_slice(), upload_id))?
+                .is_none()
+            {
+                return Err(StoreError::NoSuchUpload(upload_id.to_owned()));
+            }
+            remove_parts(&txn, upload_id)?
+        };
+        self.inner.commit(txn)?;
+        self.inner.remove_data_files(&released);
+        Ok(())
+    }
+}
+
+/// Removes every part record of `upload_id`; returns the data files whose last reference went.
+fn remove_parts(txn: &WriteTransaction, upload_id: &str) -> Result<Vec<DataId>> {
+    let mut parts = txn.open_table(PARTS)?;
+    let mut refs = txn.open_table(DATA_REFS)?;
+    let mut released = Vec::new();
+    for entry in parts.extract_from_if::<(&str, u32), _>(parts_of(upload_id), |_, _| true)? {
+        let (_, record) = entry?;
+        let id = meta::decode_part(record.value())?.data_id;
+        if tables::release_ref(&mut refs, id)? {
+            released.push(id);
+        }
+    }
+    Ok(released)
+}
+
+/// Removes every upload of `bucket` and its parts (the bucket is being deleted).
+pub(crate) fn remove_bucket_uploads(txn: &WriteTransaction, bucket: &str) -> Result<Vec<DataId>> {
+    let (start, end) = tables::prefix_range(bucket, "");
+    let mut upload_ids = Vec::new();
+    {
+        let mut uploads = txn.open_table(UPLOADS)?;
+        let range = (
+            Bound::Included((start.as_slice(), "")),
+            Bound::Excluded((end.as_slice(), "")),
+        );
+        for entry in uploads.extract_from_if::<(&[u8], &str), _>(range, |_, _| true)? {
+            let (id, _) = entry?;
+            upload_ids.push(id.value().1.to_owned());
+        }
+    }
+    let mut released = Vec::new();
+    for upload_id in &upload_ids {
+        released.extend(remove_parts(txn, upload_id)?);
+    }
+    Ok(released)
+}
+
+impl Inner {
+    /// The upload record, or `NoSuchBucket` / `NoSuchUpload`.
+    fn read_upload(
+        &self,
+        txn: &redb::ReadTransaction,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<UploadRecord> {
+        if txn.open_table(BUCKETS)?.get(bucket)?.is_none() {
+            return Err(StoreError::NoSuchBucket(bucket.to_owned()));
+        }
+        let uploads = txn.open_table(UPLOADS)?;
+        let object_key = tables::object_key(bucket, key);
+        let record = uploads
+            .get((object_key.as_slice(), upload_id))?
+            .ok_or_else(|| StoreError::NoSuchUpload(upload_id.to_owned()))?;
+        meta::decode_upload(record.value())
+    }
+
+    /// The records of the listed parts, checking each exists with the listed ETag.
+    fn listed_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        listed: &[CompletedPart],
+    ) -> Result<Vec<PartRecord>> {
+        let txn = self.db.begin_read()?;
+        self.read_upload(&txn, bucket, key, upload_id)?;
+        let parts = txn.open_table(PARTS)?;
+        let mut records = Vec::with_capacity(listed.len());
+        for part in listed {
+            let record = parts
+                .get((upload_id, part.part_number))?
+                .map(|r| meta::decode_part(r.value()))
+                .transpose()?
+                .filter(|r| same_etag(&r.etag, &part.etag))
+                .ok_or_else(|| StoreError::InvalidPart {
+                    part_number: part.part_number,
+                    etag: part.etag.clone(),
+                })?;
+            records.push(record);
+        }
+        Ok(records)
+    }
+
+    /// The metadata commit of an uploaded part.
+    pub(crate) fn commit_part(
+        &self,
+        part: &PendingPart,
+        size: u64,
+        etag: String,
+        checksum: Option<String>,
+    ) -> Result<PartInfo> {
+        let txn = self.begin_write()?;
+        self.require_bucket_in(&txn, &part.bucket)?;
+        {
+            let uploads = txn.open_table(UPLOADS)?;
+            let object_key = tables::object_key(&part.bucket, &part.key);
+            if uploads
+                .get((object_key.as_slice(), part.upload_id.as_str()))?
+                .is_none()
+            {
+                return Err(StoreError::NoSuchUpload(part.upload_id.clone()));
+            }
+        }
+        let record = PartRecord {
+            data_id: part.temp.id(),
+            size,
+            etag,
+            last_modified: SystemTime::now(),
+            checksum,
+        };
+        let mut released = Vec::new();
+        {
+            let mut parts = txn.open_table(PARTS)?;
+            let mut refs = txn.open_table(DATA_REFS)?;
+            tables::add_ref(&mut refs, record.data_id)?;
+            let replaced = parts.insert(
+                (part.upload_id.as_str(), part.part_number),
+                meta::encode_part(&record).as_slice(),
+            )?;
+            if let Some(old) = replaced {
+                let old_id = meta::decode_part(old.value())?.data_id;
+                if tables::release_ref(&mut refs, old_id)? {
+                    released.push(old_id);
+                }
+            }
+        }
+        self.commit(txn)?;
+        self.remove_data_files(&released);
+        Ok(PartInfo {
+            part_number: part.part_number,
+            size: record.size,
+            etag: record.etag,
+            last_modified: record.last_modified,
+            checksum: record.checksum,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multipart_etag_matches_s3() {
+        // MD5 of the binary MD5s of "a" and "b", then "-2" (computed with Python's hashlib).
+        let a = "0cc175b9c0f1b6a831c399e269772661";
+        let b = "\"92eb5ffee6ae2fec3ad71c777531578f\"";
+        assert_eq!(
+            multipart_etag([a, b].into_iter()),
+            "\"96e024ba2074fe77e8e965ba43a704be-2\""
+        );
+    }
+
+    #[test]
+    fn etags_compare_without_quotes() {
+        assert!(same_etag("\"abc\"", "abc"));
+        assert!(!same_etag("\"abc\"", "abd"));
+    }
+
+    #[test]
+    fn part_numbers() {
+        assert!(validate_part_number(0).is_err());
+        assert!(validate_part_number(1).is_ok());
+        assert!(validate_part_number(10_000).is_ok());
+        assert!(validate_part_number(10_001).is_err());
+    }
+}

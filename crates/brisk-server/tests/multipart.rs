@@ -1,0 +1,366 @@
+//! Multipart uploads: the happy path, every error, abort, listing, and part ranges.
+
+mod common;
+
+use std::io::{Read, Seek, SeekFrom};
+
+use brisk_server::store::{
+    ChecksumAlgorithm, ChecksumType, CompletedPart, ObjectAttributes, Store, StoreConfig,
+    StoreError, UploadQuery,
+};
+use tempfile::TempDir;
+
+use common::*;
+
+/// Parts of at least this size pass the minimum-size check in these tests.
+const MIN_PART: u64 = 1024;
+
+fn store() -> (TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        StoreConfig {
+            fsync: false,
+            min_part_size: MIN_PART,
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    store.create_bucket("bkt").unwrap();
+    (dir, store)
+}
+
+fn upload_part(store: &Store, key: &str, upload_id: &str, number: u32, body: &[u8]) -> String {
+    let mut pending = store
+        .begin_upload_part("bkt", key, upload_id, number)
+        .unwrap();
+    pending.write_all(body).unwrap();
+    let etag = format!("\"{:032x}\"", u128::from(number) << 64 | body.len() as u128);
+    pending.commit(etag.clone(), None).unwrap().etag
+}
+
+fn completed(parts: &[(u32, &str)]) -> Vec<CompletedPart> {
+    parts
+        .iter()
+        .map(|&(part_number, etag)| CompletedPart {
+            part_number,
+            etag: etag.to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn three_parts_uploaded_out_of_order_with_a_reupload() {
+    let (dir, store) = store();
+    let attributes = ObjectAttributes {
+        content_type: Some("video/mp4".into()),
+        ..ObjectAttributes::default()
+    };
+    let id = store
+        .create_multipart_upload(
+            "bkt",
+            "movie",
+            attributes.clone(),
+            Some((ChecksumAlgorithm::Crc32c, ChecksumType::Composite)),
+        )
+        .unwrap();
+    let p1 = vec![1u8; 1500];
+    let p2 = vec![2u8; 1024];
+    let p3 = vec![3u8; 10];
+    let e3 = upload_part(&store, "movie", &id, 3, &p3);
+    let _stale = upload_part(&store, "movie", &id, 1, &[9u8; 2000]);
+    let e2 = upload_part(&store, "movie", &id, 2, &p2);
+    let e1 = upload_part(&store, "movie", &id, 1, &p1); // replaces the first upload of part 1
+    assert_eq!(
+        data_files(dir.path()).len(),
+        3,
+        "the replaced part's file is gone"
+    );
+
+    let listed = store.list_parts("bkt", "movie", &id, 0, 1000).unwrap();
+    let numbers: Vec<_> = listed
+        .parts
+        .iter()
+        .map(|p| (p.part_number, p.size))
+        .collect();
+    assert_eq!(numbers, [(1, 1500), (2, 1024), (3, 10)]);
+    assert!(!listed.is_truncated);
+    let first_two = store.list_parts("bkt", "movie", &id, 0, 2).unwrap();
+    assert!(first_two.is_truncated);
+    assert_eq!(first_two.next_part_number_marker, Some(2));
+    let rest = store.list_parts("bkt", "movie", &id, 2, 2).unwrap();
+    assert_eq!(rest.parts.len(), 1);
+    assert_eq!(rest.parts[0].part_number, 3);
+
+    // Invisible until complete.
+    assert!(matches!(
+        store.head_object("bkt", "movie"),
+        Err(StoreError::NoSuchKey { .. })
+    ));
+    let info = store
+        .complete_multipart_upload(
+            "bkt",
+            "movie",
+            &id,
+            &completed(&[(1, &e1), (2, e2.trim_matches('"')), (3, &e3)]),
+            None,
+        )
+        .unwrap();
+    assert_eq!(info.size, 1500 + 1024 + 10);
+    assert!(info.etag.ends_with("-3\""), "{}", info.etag);
+    assert_eq!(info.attributes, attributes);
+    assert_eq!(info.parts_count(), 3);
+    assert_eq!(info.part_range(1), Some(0..1500));
+    assert_eq!(info.part_range(2), Some(1500..2524));
+    assert_eq!(info.part_range(3), Some(2524..2534));
+    assert_eq!(info.part_range(4), None);
+
+    let mut expected = p1.clone();
+    expected.extend_from_slice(&p2);
+    expected.extend_from_slice(&p3);
+    assert_eq!(read_object(&store, "bkt", "movie"), expected);
+    // GetObject?partNumber=2 serves that range of the one file.
+    let (head, mut file) = store.open_object("bkt", "movie").unwrap();
+    let range = head.part_range(2).unwrap();
+    file.seek(SeekFrom::Start(range.start)).unwrap();
+    let mut part = vec![0; (range.end - range.start) as usize];
+    file.read_exact(&mut part).unwrap();
+    assert_eq!(part, p2);
+
+    // The parts' files are gone; only the object's remains, and the upload is closed.
+    assert_eq!(data_files(dir.path()).len(), 1);
+    assert!(temp_files(dir.path()).is_empty());
+    assert!(matches!(
+        store.list_parts("bkt", "movie", &id, 0, 10),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+    assert!(
+        store
+            .list_multipart_uploads("bkt", &UploadQuery::default())
+            .unwrap()
+            .uploads
+            .is_empty()
+    );
+}
+
+#[test]
+fn single_part_upload_reuses_the_part_file_and_unlisted_parts_are_dropped() {
+    let (dir, store) = store();
+    let id = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    let e1 = upload_part(&store, "k", &id, 1, b"only part");
+    upload_part(&store, "k", &id, 2, b"never listed");
+    let info = store
+        .complete_multipart_upload("bkt", "k", &id, &completed(&[(1, &e1)]), None)
+        .unwrap();
+    assert_eq!(info.parts_count(), 1);
+    assert_eq!(read_object(&store, "bkt", "k"), b"only part");
+    assert_eq!(data_files(dir.path()).len(), 1);
+}
+
+#[test]
+fn completion_errors() {
+    let (_dir, store) = store();
+    let id = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    let e1 = upload_part(&store, "k", &id, 1, &[1; 1024]);
+    let e2 = upload_part(&store, "k", &id, 2, &[2; 100]);
+    let e3 = upload_part(&store, "k", &id, 3, &[3; 100]);
+
+    let complete = |parts: &[(u32, &str)]| {
+        store.complete_multipart_upload("bkt", "k", &id, &completed(parts), None)
+    };
+    assert!(matches!(complete(&[]), Err(StoreError::NoParts)));
+    assert!(matches!(
+        complete(&[(2, &e2), (1, &e1)]),
+        Err(StoreError::InvalidPartOrder {
+            previous: 2,
+            next: 1
+        })
+    ));
+    assert!(matches!(
+        complete(&[(1, &e1), (1, &e1)]),
+        Err(StoreError::InvalidPartOrder { .. })
+    ));
+    assert!(matches!(
+        complete(&[(1, &e1), (4, &e3)]),
+        Err(StoreError::InvalidPart { part_number: 4, .. })
+    ));
+    assert!(matches!(
+        complete(&[(1, &e1), (2, &e3)]),
+        Err(StoreError::InvalidPart { part_number: 2, .. })
+    ));
+    // Part 2 (100 bytes) is not last here.
+    assert!(matches!(
+        complete(&[(1, &e1), (2, &e2), (3, &e3)]),
+        Err(StoreError::EntityTooSmall {
+            part_number: 2,
+            size: 100,
+            min: MIN_PART
+        })
+    ));
+    // A failed completion leaves the upload usable.
+    let info = complete(&[(1, &e1), (3, &e3)]).unwrap();
+    assert_eq!(info.size, 1124);
+    assert!(matches!(
+        complete(&[(1, &e1)]),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+
+    assert!(matches!(
+        store.begin_upload_part("bkt", "k", &id, 1),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+    let other = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    for bad in [0, 10_001] {
+        assert!(matches!(
+            store.begin_upload_part("bkt", "k", &other, bad),
+            Err(StoreError::InvalidPartNumber(n)) if n == bad
+        ));
+    }
+    // The upload id belongs to key "k", not "other-key".
+    assert!(matches!(
+        store.begin_upload_part("bkt", "other-key", &other, 1),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+    assert!(matches!(
+        store.create_multipart_upload("nope", "k", ObjectAttributes::default(), None),
+        Err(StoreError::NoSuchBucket(_))
+    ));
+}
+
+#[test]
+fn default_minimum_part_size_is_5_mib() {
+    let (_dir, store) = store_with_bucket();
+    let id = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    let e1 = upload_part(&store, "k", &id, 1, &vec![0; (5 << 20) - 1]);
+    let e2 = upload_part(&store, "k", &id, 2, b"x");
+    assert!(matches!(
+        store.complete_multipart_upload("bkt", "k", &id, &completed(&[(1, &e1), (2, &e2)]), None),
+        Err(StoreError::EntityTooSmall { min, .. }) if min == 5 << 20
+    ));
+}
+
+#[test]
+fn abort_leaves_nothing_behind() {
+    let (dir, store) = store();
+    let id = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    upload_part(&store, "k", &id, 1, &[1; 2048]);
+    upload_part(&store, "k", &id, 2, &[2; 2048]);
+    // A part still being written when the upload is aborted fails at commit and removes its file.
+    let mut late = store.begin_upload_part("bkt", "k", &id, 3).unwrap();
+    late.write_all(b"late").unwrap();
+    assert_eq!(data_files(dir.path()).len(), 2);
+
+    store.abort_multipart_upload("bkt", "k", &id).unwrap();
+    assert!(data_files(dir.path()).is_empty());
+    assert!(matches!(
+        late.commit("\"e\"".into(), None),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+    assert!(data_files(dir.path()).is_empty());
+    assert!(temp_files(dir.path()).is_empty());
+    assert!(matches!(
+        store.abort_multipart_upload("bkt", "k", &id),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+    assert!(matches!(
+        store.list_parts("bkt", "k", &id, 0, 10),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+}
+
+#[test]
+fn deleting_a_bucket_aborts_its_uploads() {
+    let (dir, store) = store();
+    let id = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    upload_part(&store, "k", &id, 1, b"part");
+    store.delete_bucket("bkt").unwrap();
+    assert!(data_files(dir.path()).is_empty());
+    store.create_bucket("bkt").unwrap();
+    assert!(matches!(
+        store.list_parts("bkt", "k", &id, 0, 10),
+        Err(StoreError::NoSuchUpload(_))
+    ));
+}
+
+#[test]
+fn list_uploads_with_prefix_and_markers() {
+    let (_dir, store) = store();
+    let mut ids = Vec::new();
+    for key in ["a/1", "a/2", "a/2", "b/1", "a", "a\u{0}"] {
+        let id = store
+            .create_multipart_upload("bkt", key, ObjectAttributes::default(), None)
+            .unwrap();
+        ids.push((key.to_owned(), id));
+    }
+    let list = |query: UploadQuery| {
+        store
+            .list_multipart_uploads("bkt", &query)
+            .unwrap()
+            .uploads
+            .into_iter()
+            .map(|u| (u.key, u.upload_id))
+            .collect::<Vec<_>>()
+    };
+    // Ordered by key, then by creation.
+    let mut expected = ids.clone();
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(list(UploadQuery::default()), expected);
+
+    let a_slash: Vec<_> = expected
+        .iter()
+        .filter(|(k, _)| k.starts_with("a/"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        list(UploadQuery {
+            prefix: "a/".into(),
+            ..UploadQuery::default()
+        }),
+        a_slash
+    );
+    // key-marker alone: only keys after it.
+    assert_eq!(
+        list(UploadQuery {
+            key_marker: Some("a/2".into()),
+            ..UploadQuery::default()
+        }),
+        vec![ids[3].clone()]
+    );
+    // key-marker with upload-id-marker: the later upload of the same key too.
+    assert_eq!(
+        list(UploadQuery {
+            key_marker: Some("a/2".into()),
+            upload_id_marker: Some(ids[1].1.clone()),
+            ..UploadQuery::default()
+        }),
+        vec![ids[2].clone(), ids[3].clone()]
+    );
+    // Paging with the returned markers visits every upload once.
+    let mut query = UploadQuery {
+        max_uploads: 2,
+        ..UploadQuery::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = store.list_multipart_uploads("bkt", &query).unwrap();
+        seen.extend(page.uploads.into_iter().map(|u| (u.key, u.upload_id)));
+        if !page.is_truncated {
+            break;
+        }
+        query.key_marker = page.next_key_marker;
+        query.upload_id_marker = page.next_upload_id_marker;
+    }
+    assert_eq!(seen, expected);
+}
