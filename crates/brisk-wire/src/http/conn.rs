@@ -58,6 +58,10 @@ pub const DEFAULT_READ_BUFFER_SIZE: usize = 64 * 1024;
 /// on any split and heads grow the buffer), they only cost more system calls.
 pub const MIN_READ_BUFFER_SIZE: usize = 64;
 
+/// Initial size of the write buffer that holds a serialised head: 1 KiB, enough for an S3 request head
+/// with SigV4 fields (600 to 900 bytes) or a response head, so it is allocated once and rarely grows.
+const INITIAL_WRITE_BUFFER: usize = 1024;
+
 /// The wire form of the interim response a server sends to let a client's body come.
 const CONTINUE_RESPONSE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -281,7 +285,7 @@ where
             start: 0,
             end: 0,
             pending: 0..0,
-            write_buf: Vec::new(),
+            write_buf: Vec::with_capacity(INITIAL_WRITE_BUFFER),
             continue_pending: false,
             must_close: false,
             read_eof: false,

@@ -96,14 +96,28 @@ impl Headers {
         self.push_unchecked("Content-Length", text);
     }
 
-    /// Removes every field named `name`; returns how many were removed. The bytes they used stay in
-    /// the buffers until [`clear`](Self::clear).
+    /// Removes every field named `name`; returns how many were removed. Their bytes are removed from
+    /// the buffers too, so setting a field again and again on a reused head does not grow them.
     pub fn remove(&mut self, name: &str) -> usize {
-        let before = self.entries.len();
-        let names = &self.names;
-        self.entries
-            .retain(|e| !names[e.name.clone()].eq_ignore_ascii_case(name));
-        before - self.entries.len()
+        let mut removed = 0;
+        let mut i = self.entries.len();
+        while i > 0 {
+            i -= 1;
+            if !self.names[self.entries[i].name.clone()].eq_ignore_ascii_case(name) {
+                continue;
+            }
+            let entry = self.entries.remove(i);
+            self.names.drain(entry.name.clone());
+            self.values.drain(entry.value.clone());
+            // Fields after it were appended later, so their bytes lie after its bytes.
+            for later in &mut self.entries[i..] {
+                later.name = later.name.start - entry.name.len()..later.name.end - entry.name.len();
+                later.value =
+                    later.value.start - entry.value.len()..later.value.end - entry.value.len();
+            }
+            removed += 1;
+        }
+        removed
     }
 
     /// The value of the first field named `name`.
@@ -279,6 +293,30 @@ mod tests {
         assert_eq!(h.get("a"), Some(&b"9"[..]));
         assert_eq!(h.remove("b"), 1);
         assert!(!h.contains("B"));
+        assert_eq!(h.iter().count(), 1);
+    }
+
+    #[test]
+    fn removing_keeps_the_other_fields_intact_and_frees_their_bytes() {
+        let mut h = Headers::new();
+        for (n, v) in [
+            ("A", "1"),
+            ("Bb", "22"),
+            ("a", "333"),
+            ("C", "4444"),
+            ("A", "5"),
+        ] {
+            h.append(n, v).unwrap();
+        }
+        assert_eq!(h.remove("a"), 3);
+        let left: Vec<(&str, &[u8])> = h.iter().collect();
+        assert_eq!(left, vec![("Bb", &b"22"[..]), ("C", &b"4444"[..])]);
+        assert_eq!((h.names.len(), h.values.len()), (3, 6));
+        for len in 0..100 {
+            h.set_content_length(len);
+        }
+        assert_eq!(h.get_str("content-length"), Some("99"));
+        assert_eq!(h.values.len(), 8);
     }
 
     #[test]
