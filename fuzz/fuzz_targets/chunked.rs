@@ -46,7 +46,9 @@ fn run(
         while !decoder.is_done() && !buffer.is_empty() {
             let remaining = decoder.data_remaining();
             if direct && remaining > 0 {
-                let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(buffer.len());
+                let n = usize::try_from(remaining)
+                    .unwrap_or(usize::MAX)
+                    .min(buffer.len());
                 decoder.advance_data(&buffer[..n])?;
                 payload.extend_from_slice(&buffer[..n]);
                 buffer.drain(..n);
