@@ -245,3 +245,56 @@ fn rejects_malformed_framing() {
         Err(FramingError::InvalidTrailer)
     );
 }
+
+/// Runs a decoder over a whole in-memory body without copying the payload out (what a server writing
+/// straight from its read buffer does); returns the payload length.
+fn decode_in_place(decoder: &mut AwsChunkedDecoder, body: &[u8]) -> usize {
+    let (mut at, mut payload) = (0, 0);
+    while !decoder.is_done() {
+        let d = decoder.decode(&body[at..]).unwrap();
+        assert!(d.consumed > 0, "stalled at {at}");
+        payload += d.data.len();
+        at += d.consumed;
+    }
+    payload
+}
+
+/// Rough single-core throughput of the streaming paths, printed rather than asserted (timings vary
+/// with the machine). Run with
+/// `cargo test --release -p brisk-wire --test sigv4_chunked -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, run on demand in release mode"]
+fn measure_streaming_throughput() {
+    use std::time::Instant;
+    const TOTAL: usize = 64 << 20;
+    const CHUNK: usize = 64 << 10;
+    let payload = vec![0xa5u8; TOTAL];
+    let mib = (TOTAL >> 20) as f64;
+
+    let mut signer = chain();
+    let started = Instant::now();
+    let mut framing = 0;
+    for piece in payload.chunks(CHUNK) {
+        framing += signer.sign_chunk(piece).as_bytes().len();
+    }
+    framing += signer.final_chunk().as_bytes().len();
+    let sign = mib / started.elapsed().as_secs_f64();
+    assert!(framing > 0);
+
+    let body = encode(Variant::Signed, &payload, CHUNK);
+    let started = Instant::now();
+    let mut d = AwsChunkedDecoder::new(mode(Variant::Signed), TOTAL as u64);
+    assert_eq!(decode_in_place(&mut d, &body), TOTAL);
+    let verify = mib / started.elapsed().as_secs_f64();
+
+    let body = encode(Variant::UnsignedTrailer, &payload, CHUNK);
+    let started = Instant::now();
+    let mut d = AwsChunkedDecoder::new(mode(Variant::UnsignedTrailer), TOTAL as u64);
+    assert_eq!(decode_in_place(&mut d, &body), TOTAL);
+    let unsigned = mib / started.elapsed().as_secs_f64();
+
+    println!(
+        "64 MiB in 64 KiB chunks, one core: sign chunks {sign:.0} MiB/s, \
+         decode + verify signed {verify:.0} MiB/s, decode unsigned {unsigned:.0} MiB/s"
+    );
+}

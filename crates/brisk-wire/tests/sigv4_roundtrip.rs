@@ -154,7 +154,7 @@ fn tampering_with_any_signed_part_fails_the_signature() {
 
         if let Some(eq) = case.raw_query.find('=') {
             let mut r = good.clone();
-            r.query.insert_str(eq + 1, "Z");
+            r.query.insert(eq + 1, 'Z');
             tampered.push(("query value", r));
         }
 

@@ -84,9 +84,9 @@ impl std::fmt::Debug for ChunkHeader {
 fn hex_size(size: u64, buf: &mut [u8; 16]) -> &[u8] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digits = hex_digits(size);
-    for i in 0..digits {
+    for (i, slot) in buf[..digits].iter_mut().enumerate() {
         let shift = 4 * (digits - 1 - i);
-        buf[i] = HEX[((size >> shift) & 0xf) as usize];
+        *slot = HEX[((size >> shift) & 0xf) as usize];
     }
     &buf[..digits]
 }

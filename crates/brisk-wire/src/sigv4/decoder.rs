@@ -261,14 +261,12 @@ impl AwsChunkedDecoder {
     }
 
     fn end_of_trailers(&mut self) -> Result<(), FramingError> {
-        if self.trailers_allowed {
-            if let Some(chain) = self.chain.as_mut() {
-                let expected = self.trailer_signature.ok_or(FramingError::InvalidTrailer)?;
-                let digest: [u8; 32] = self.trailers_hash.finalize_reset().into();
-                let computed = chain.trailer_signature(&digest);
-                if !constant_time_eq(&computed, &expected) {
-                    return Err(FramingError::SignatureMismatch);
-                }
+        if let Some(chain) = self.chain.as_mut().filter(|_| self.trailers_allowed) {
+            let expected = self.trailer_signature.ok_or(FramingError::InvalidTrailer)?;
+            let digest: [u8; 32] = self.trailers_hash.finalize_reset().into();
+            let computed = chain.trailer_signature(&digest);
+            if !constant_time_eq(&computed, &expected) {
+                return Err(FramingError::SignatureMismatch);
             }
         }
         self.state = State::Done;

@@ -251,7 +251,8 @@ fn random_key(rng: &mut Rng) -> String {
     }
     let mut key = String::new();
     for _ in 0..1 + rng.below(8) {
-        key.push_str(*rng.pick(KEY_PIECES));
+        let piece: &&str = rng.pick(KEY_PIECES);
+        key.push_str(piece);
     }
     key
 }
