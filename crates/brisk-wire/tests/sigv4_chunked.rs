@@ -291,10 +291,10 @@ fn measure_streaming_throughput() {
     let started = Instant::now();
     let mut d = AwsChunkedDecoder::new(mode(Variant::UnsignedTrailer), TOTAL as u64);
     assert_eq!(decode_in_place(&mut d, &body), TOTAL);
-    let unsigned = mib / started.elapsed().as_secs_f64();
+    let unsigned_us = started.elapsed().as_secs_f64() * 1e6;
 
     println!(
         "64 MiB in 64 KiB chunks, one core: sign chunks {sign:.0} MiB/s, \
-         decode + verify signed {verify:.0} MiB/s, decode unsigned {unsigned:.0} MiB/s"
+         decode + verify signed {verify:.0} MiB/s, decode unsigned (framing only, payload untouched) {unsigned_us:.0} µs in all"
     );
 }

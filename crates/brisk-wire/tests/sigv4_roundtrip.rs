@@ -544,3 +544,29 @@ fn unsigned_trailer_upload_round_trips() {
     assert_eq!(decoded, payload);
     assert_eq!(decoder.trailer("x-amz-checksum-crc32"), Some("NSRBwg=="));
 }
+
+/// Per-request cost of signing and verifying with a cached signing key, printed rather than asserted.
+/// Run with `cargo test --release -p brisk-wire --test sigv4_roundtrip -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement, run on demand in release mode"]
+fn measure_sign_and_verify_cost() {
+    use std::time::Instant;
+    const ROUNDS: u32 = 20_000;
+    let case = simple_case(Kind::Header, None);
+    let headers = case.header_refs();
+    let request = case.request(&headers);
+    let signer = Signer::new(case.credentials(), &case.region);
+    let started = Instant::now();
+    for _ in 0..ROUNDS {
+        std::hint::black_box(signer.sign(&request, case.payload, case.time).unwrap());
+    }
+    let sign_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ROUNDS);
+    let received = sign_case(&case);
+    let verifier = verifier_for(&case);
+    let started = Instant::now();
+    for _ in 0..ROUNDS {
+        std::hint::black_box(received.verify(&verifier, case.time).unwrap());
+    }
+    let verify_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(ROUNDS);
+    println!("header signing {sign_us:.2} µs/request, verifying {verify_us:.2} µs/request");
+}

@@ -318,11 +318,12 @@ impl AwsChunkedDecoder {
                     let line = match take_line(rest, budget.saturating_sub(2)) {
                         Ok(Some(line)) => line,
                         Ok(None) => break,
-                        Err(_) => {
+                        Err(FramingError::LineTooLong { .. }) => {
                             return Err(FramingError::TrailersTooLarge {
                                 limit: MAX_TRAILERS_LEN,
                             });
                         }
+                        Err(e) => return Err(e),
                     };
                     self.trailers_len += line.len() + 2;
                     self.on_trailer_line(line)?;
@@ -559,6 +560,10 @@ mod tests {
         assert_eq!(
             decode_all(&mut unsigned(), b"3\r\nabc\r\n0\r\nno colon\r\n").unwrap_err(),
             FramingError::InvalidTrailer
+        );
+        assert_eq!(
+            decode_all(&mut unsigned(), b"3\r\nabc\r\n0\r\nx-a:1\n\r\n").unwrap_err(),
+            FramingError::MissingCrlf
         );
     }
 
