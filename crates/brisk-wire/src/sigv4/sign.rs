@@ -358,6 +358,39 @@ mod tests {
     }
 
     #[test]
+    fn aws_example_streaming_seed_signature() {
+        // "Transferring Payload in Multiple Chunks": the request whose signature seeds the chain.
+        let headers: [(&str, &[u8]); 5] = [
+            ("Host", b"s3.amazonaws.com"),
+            ("x-amz-storage-class", b"REDUCED_REDUNDANCY"),
+            ("Content-Encoding", b"aws-chunked"),
+            ("x-amz-decoded-content-length", b"66560"),
+            ("Content-Length", b"66824"),
+        ];
+        let req = SignableRequest {
+            method: "PUT",
+            path: "/examplebucket/chunkObject.txt",
+            query: "",
+            headers: &headers,
+        };
+        let signed = example_signer()
+            .sign(&req, PayloadHash::StreamingSigned, example_time())
+            .unwrap();
+        assert_eq!(
+            signed.authorization,
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, \
+             SignedHeaders=content-encoding;content-length;host;x-amz-content-sha256;x-amz-date;\
+             x-amz-decoded-content-length;x-amz-storage-class, \
+             Signature=4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"
+        );
+        // The chain continues from it: the example's first chunk signature.
+        let mut chain = signed.chunk_signer();
+        assert!(chain.sign_chunk(&[b'a'; 65536]).as_bytes().starts_with(
+            b"10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648"
+        ));
+    }
+
+    #[test]
     fn session_token_is_sent_and_signed() {
         let signer = Signer::new(
             Credentials::with_session_token("AKID", "secret", "the token"),
