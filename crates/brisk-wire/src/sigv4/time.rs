@@ -102,7 +102,7 @@ impl AmzDate {
         &self.as_str()[..8]
     }
 
-    /// The instant `seconds` later (earlier when negative), saturating at the format's range.
+    /// The instant `seconds` later (earlier when negative); `None` outside the years 0000..=9999.
     pub fn add_seconds(&self, seconds: i64) -> Option<Self> {
         Self::from_unix_seconds(self.unix_seconds.checked_add(seconds)?).ok()
     }
