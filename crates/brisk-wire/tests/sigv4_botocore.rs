@@ -1,0 +1,180 @@
+//! brisk's SigV4 against botocore's (`S3SigV4Auth` and `S3SigV4QueryAuth`) on 1 200 generated
+//! requests with awkward keys, queries, headers, tokens, methods and regions: the signatures must be
+//! identical. botocore runs in `tests/botocore_sign.py` (JSON over stdin/stdout) under the interpreter
+//! named by `BRISK_PYTHON`, else `<workspace>/.venv/bin/python`.
+
+mod sigv4_support;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use brisk_wire::sigv4::Signer;
+use serde::{Deserialize, Serialize};
+use sigv4_support::{Case, Kind, generate};
+
+/// How many requests are compared (the brief asks for at least 1 000).
+const CASES: usize = 1200;
+/// botocore signs 1 200 requests in about a second; this bounds a hung interpreter.
+const PYTHON_TIMEOUT: Duration = Duration::from_secs(120);
+
+#[derive(Serialize)]
+struct BotoCase<'a> {
+    kind: &'static str,
+    method: &'a str,
+    path: &'a str,
+    params: &'a [(String, String)],
+    headers: &'a [(String, String)],
+    access_key: &'a str,
+    secret_key: &'a str,
+    token: Option<&'a str>,
+    region: &'a str,
+    timestamp: &'a str,
+    payload_hash: String,
+    expires: u64,
+}
+
+#[derive(Deserialize)]
+struct BotoResult {
+    signature: String,
+    canonical_request: String,
+    signed: String,
+}
+
+#[derive(Deserialize)]
+struct BotoOutput {
+    results: Vec<BotoResult>,
+}
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("BRISK_PYTHON") {
+        return PathBuf::from(p);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
+}
+
+/// Runs the helper, failing loudly (never skipping) when botocore is unavailable.
+fn run_botocore(input: &[u8]) -> BotoOutput {
+    let python = python();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/botocore_sign.py");
+    let setup_hint = format!(
+        "botocore is needed to cross-check SigV4: tried {}. Create the venv with `scripts/test` \
+         (or `python3 -m venv .venv && .venv/bin/pip install botocore` in the workspace root), or set \
+         BRISK_PYTHON to an interpreter that can `import botocore`.",
+        python.display()
+    );
+    let mut child = Command::new(&python)
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start the interpreter ({e}). {setup_hint}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).map(|_| out)
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stderr.read_to_string(&mut out);
+        out
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > PYTHON_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("botocore helper did not finish within {PYTHON_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = writer.join();
+    let out = reader.join().unwrap().unwrap();
+    let err = err_reader.join().unwrap();
+    assert!(
+        status.success(),
+        "botocore helper failed ({status}):\n{err}\n{setup_hint}"
+    );
+    serde_json::from_slice(&out).expect("helper output is JSON")
+}
+
+fn boto_case(case: &Case) -> BotoCase<'_> {
+    BotoCase {
+        kind: match case.kind {
+            Kind::Header => "header",
+            Kind::Presign => "presign",
+        },
+        method: &case.method,
+        path: &case.path,
+        params: &case.params,
+        headers: &case.headers,
+        access_key: &case.access_key,
+        secret_key: &case.secret_key,
+        token: case.token.as_deref(),
+        region: &case.region,
+        timestamp: case.time.as_str(),
+        payload_hash: case.payload.header_value(),
+        expires: case.expires,
+    }
+}
+
+/// brisk's signature and canonical request for a case.
+fn brisk_sign(case: &Case) -> (String, String) {
+    let headers = case.header_refs();
+    let request = case.request(&headers);
+    let signer = Signer::new(case.credentials(), &case.region);
+    match case.kind {
+        Kind::Header => {
+            let s = signer.sign(&request, case.payload, case.time).unwrap();
+            (s.signature_hex(), s.canonical_request().to_owned())
+        }
+        Kind::Presign => {
+            let p = signer
+                .presign(&request, Duration::from_secs(case.expires), case.time)
+                .unwrap();
+            (hex::encode(p.signature), p.canonical_request().to_owned())
+        }
+    }
+}
+
+#[test]
+fn signatures_match_botocore_on_generated_requests() {
+    let cases = generate(0x5167_0004, CASES);
+    let presigned = cases.iter().filter(|c| c.kind == Kind::Presign).count();
+    assert!(presigned > CASES / 5 && presigned < CASES - CASES / 5);
+    let input = serde_json::json!({ "cases": cases.iter().map(boto_case).collect::<Vec<_>>() });
+    let output = run_botocore(serde_json::to_string(&input).unwrap().as_bytes());
+    assert_eq!(output.results.len(), cases.len());
+
+    let mut mismatches = 0;
+    let mut first = None;
+    for (i, (case, boto)) in cases.iter().zip(&output.results).enumerate() {
+        let (signature, canonical) = brisk_sign(case);
+        if signature != boto.signature {
+            mismatches += 1;
+            first.get_or_insert_with(|| {
+                format!(
+                    "case {i}: {case:#?}\n--- brisk canonical request ---\n{canonical}\n\
+                     --- botocore canonical request ---\n{}\n--- botocore signed ---\n{}",
+                    boto.canonical_request, boto.signed
+                )
+            });
+        }
+    }
+    assert_eq!(
+        mismatches,
+        0,
+        "{mismatches} of {} signatures differ from botocore; first:\n{}",
+        cases.len(),
+        first.unwrap_or_default()
+    );
+}
