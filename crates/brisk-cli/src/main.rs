@@ -8,7 +8,11 @@ use brisk_server::{AccessKey, Server, ServerConfig};
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "brisk", version, about = "Move objects to and from S3 with bounded memory")]
+#[command(
+    name = "brisk",
+    version,
+    about = "Move objects to and from S3 with bounded memory"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,7 +36,12 @@ struct ServeArgs {
     #[arg(long, env = "BRISK_ACCESS_KEY", requires = "secret_key")]
     access_key: Option<String>,
     /// Secret access key.
-    #[arg(long, env = "BRISK_SECRET_KEY", requires = "access_key", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "BRISK_SECRET_KEY",
+        requires = "access_key",
+        hide_env_values = true
+    )]
     secret_key: Option<String>,
     /// Region of the credential scope and of GetBucketLocation.
     #[arg(long, default_value = brisk_server::config::DEFAULT_REGION)]
@@ -62,7 +71,9 @@ fn parse_size(text: &str) -> Result<usize, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
-    let n: usize = digits.parse().map_err(|_| format!("{text:?} is not a size"))?;
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size"))?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
@@ -80,7 +91,11 @@ fn parse_size(text: &str) -> Result<usize, String> {
 fn generate_key() -> AccessKey {
     use std::hash::{BuildHasher, RandomState};
     let word = || RandomState::new().hash_one(std::time::SystemTime::now());
-    let hex = |n: usize| (0..n).map(|_| format!("{:016x}", word())).collect::<String>();
+    let hex = |n: usize| {
+        (0..n)
+            .map(|_| format!("{:016x}", word()))
+            .collect::<String>()
+    };
     AccessKey {
         access_key_id: format!("BRISK{}", &hex(1)[..15].to_ascii_uppercase()),
         secret_access_key: hex(3)[..40].to_owned(),
