@@ -11,7 +11,11 @@ use brisk_server::{RunningServer, Server, ServerConfig};
 
 /// Starts an anonymous server without fsync in `root` on a multi-thread runtime.
 pub fn start(runtime: &tokio::runtime::Runtime, root: &std::path::Path) -> RunningServer {
-    let mut config = ServerConfig::new(root, None);
+    start_with(runtime, ServerConfig::new(root, None))
+}
+
+/// Starts a server with `config`, listening on 127.0.0.1:0 without fsync.
+pub fn start_with(runtime: &tokio::runtime::Runtime, mut config: ServerConfig) -> RunningServer {
     config.listen = "127.0.0.1:0".parse().unwrap();
     config.fsync = false;
     runtime.block_on(Server::bind(config)).unwrap()
@@ -69,6 +73,11 @@ impl Client {
             self.stream.write_all(&pattern[..n]).unwrap();
             left -= n as u64;
         }
+    }
+
+    /// Sends bytes as they are (a hand-built request).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
     }
 
     /// Reads one response; the body is passed to `sink` in pieces.
