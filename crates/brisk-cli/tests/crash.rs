@@ -40,7 +40,10 @@ fn sigkill_during_an_upload_leaves_no_partial_object() {
     let root = dir.path().join("data");
     let mut server = ServeProcess::start(&root, &["--anonymous"]);
     assert_eq!(request(&server.url, "PUT", "/crash-bucket", b"").0, 200);
-    assert_eq!(request(&server.url, "PUT", "/crash-bucket/old", b"old version").0, 200);
+    assert_eq!(
+        request(&server.url, "PUT", "/crash-bucket/old", b"old version").0,
+        200
+    );
 
     // Two uploads cut halfway: a new key, and an overwrite of an existing one.
     let total = 8u64 << 20;
@@ -59,7 +62,10 @@ fn sigkill_during_an_upload_leaves_no_partial_object() {
     // Let the server write what it received into the temp files, then kill it.
     std::thread::sleep(Duration::from_millis(500));
     let tmp_before = std::fs::read_dir(root.join("tmp")).unwrap().count();
-    assert_eq!(tmp_before, 2, "both interrupted bodies are in tmp/ before the kill");
+    assert_eq!(
+        tmp_before, 2,
+        "both interrupted bodies are in tmp/ before the kill"
+    );
     server.kill();
     drop(streams);
 
