@@ -1,0 +1,290 @@
+//! Keep-alive connections, bounded per host.
+//!
+//! A TCP handshake costs a round trip (a TLS one two more), and a connection's read buffer is allocated
+//! once per connection, so connections are kept and reused: after a response has been read to its end
+//! and both ends agreed to keep the connection, it goes back to its host's idle list, and the next
+//! request to that host takes it instead of connecting.
+//!
+//! - **Bound**: at most `max_per_host` connections per host exist at once, busy or idle (a semaphore
+//!   permit travels with each checked-out connection). A request beyond that waits for one to come
+//!   back: concurrency is queue depth over few sockets, never an unbounded fan-out.
+//! - **Freshness**: the most recently returned connection is reused first (LIFO), the one least likely
+//!   to have been closed by the server; connections idle longer than [`MAX_IDLE_TIME`] are dropped,
+//!   and a connection the peer has closed is noticed without blocking before it is used.
+//! - **Transport**: [`Transport`] is the stream under [`HttpConnection`]; plain TCP today. TLS becomes
+//!   a second variant wrapping the TCP stream, with nothing above this module changing.
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use brisk_wire::http::{ConnectionConfig, HttpConnection, Limits};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::Error;
+use crate::metrics::Counters;
+
+/// How long a connection may sit idle before it is dropped rather than reused: 20 s. Servers close
+/// idle keep-alive connections after a while (S3 after about 20 s, nginx 75 s, Go's net/http
+/// servers such as MinIO when their idle timeout passes); reusing one the server is closing at that
+/// moment fails the request, so the client gives up on them first.
+pub const MAX_IDLE_TIME: Duration = Duration::from_secs(20);
+
+/// The byte stream under an HTTP connection.
+#[derive(Debug)]
+pub enum Transport {
+    /// Plain TCP.
+    Tcp(TcpStream),
+}
+
+impl Transport {
+    /// Whether the peer has closed (or sent unsolicited bytes on) an idle connection, checked without
+    /// waiting.
+    fn peer_gone(&self) -> bool {
+        match self {
+            Self::Tcp(stream) => {
+                let mut probe = [0u8; 1];
+                match stream.try_read(&mut probe) {
+                    Ok(_) => true, // 0 = closed; anything else is a response nobody asked for
+                    Err(e) => e.kind() != io::ErrorKind::WouldBlock,
+                }
+            }
+        }
+    }
+}
+
+impl AsyncRead for Transport {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Transport {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Self::Tcp(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Tcp(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+/// An HTTP/1.1 connection as the client uses it.
+pub type Connection = HttpConnection<Transport>;
+
+/// How the pool opens connections.
+#[derive(Debug, Clone)]
+pub(crate) struct PoolSettings {
+    pub(crate) max_per_host: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) read_buffer_size: usize,
+    pub(crate) read_timeout: Duration,
+}
+
+/// One host's connections: the bound and the idle list.
+#[derive(Debug)]
+struct HostSlot {
+    permits: Arc<Semaphore>,
+    idle: Mutex<Vec<(Connection, Instant)>>,
+}
+
+/// Keep-alive connections per `host:port`, at most `max_per_host` each.
+#[derive(Debug)]
+pub(crate) struct ConnectionPool {
+    settings: PoolSettings,
+    hosts: Mutex<HashMap<String, Arc<HostSlot>>>,
+    counters: Arc<Counters>,
+}
+
+impl ConnectionPool {
+    pub(crate) fn new(settings: PoolSettings, counters: Arc<Counters>) -> Self {
+        Self {
+            settings,
+            hosts: Mutex::new(HashMap::new()),
+            counters,
+        }
+    }
+
+    fn slot(&self, address: &str) -> Arc<HostSlot> {
+        let mut hosts = self.hosts.lock().expect("pool lock poisoned");
+        if let Some(slot) = hosts.get(address) {
+            return Arc::clone(slot);
+        }
+        let slot = Arc::new(HostSlot {
+            permits: Arc::new(Semaphore::new(self.settings.max_per_host)),
+            idle: Mutex::new(Vec::with_capacity(self.settings.max_per_host)),
+        });
+        hosts.insert(address.to_owned(), Arc::clone(&slot));
+        slot
+    }
+
+    /// A connection to `host:port` (`address` is that string): an idle one if there is a usable one,
+    /// else a new one. Waits while `max_per_host` connections to the host are checked out.
+    /// `fresh` skips the idle list (after a reused connection turned out to be dead).
+    pub(crate) async fn checkout(
+        &self,
+        address: &str,
+        host: &str,
+        port: u16,
+        fresh: bool,
+    ) -> Result<PooledConnection, Error> {
+        let slot = self.slot(address);
+        let permit = Arc::clone(&slot.permits)
+            .acquire_owned()
+            .await
+            .expect("pool semaphore is never closed");
+        if !fresh && let Some(conn) = self.take_idle(&slot) {
+            Counters::add(&self.counters.connections_reused);
+            return Ok(PooledConnection {
+                conn: Some(conn),
+                slot,
+                _permit: permit,
+                reused: true,
+            });
+        }
+        let conn = self.connect(address, host, port).await?;
+        Counters::add(&self.counters.connections_opened);
+        Ok(PooledConnection {
+            conn: Some(conn),
+            slot,
+            _permit: permit,
+            reused: false,
+        })
+    }
+
+    fn take_idle(&self, slot: &HostSlot) -> Option<Connection> {
+        let mut idle = slot.idle.lock().expect("pool lock poisoned");
+        while let Some((conn, since)) = idle.pop() {
+            if since.elapsed() < MAX_IDLE_TIME && !conn.get_ref().peer_gone() {
+                return Some(conn);
+            }
+            Counters::add(&self.counters.connections_discarded);
+        }
+        None
+    }
+
+    async fn connect(&self, address: &str, host: &str, port: u16) -> Result<Connection, Error> {
+        let timeout = self.settings.connect_timeout;
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+            Err(_) => {
+                return Err(Error::ConnectTimeout {
+                    address: address.to_owned(),
+                    timeout,
+                });
+            }
+            Ok(Err(source)) => {
+                return Err(Error::Connect {
+                    address: address.to_owned(),
+                    source,
+                });
+            }
+            Ok(Ok(stream)) => stream,
+        };
+        // Requests are written head and body in one vectored write; waiting for more (Nagle) only
+        // delays the last segment of each request.
+        stream.set_nodelay(true).map_err(|source| Error::Connect {
+            address: address.to_owned(),
+            source,
+        })?;
+        let limits = Limits {
+            head_timeout: Some(self.settings.read_timeout),
+            body_read_timeout: Some(self.settings.read_timeout),
+            ..Limits::default()
+        };
+        Ok(HttpConnection::with_config(
+            Transport::Tcp(stream),
+            ConnectionConfig {
+                read_buffer_size: self.settings.read_buffer_size,
+                limits,
+            },
+        ))
+    }
+
+    /// Idle connections per host address, for tests and diagnostics.
+    pub(crate) fn idle_count(&self, address: &str) -> usize {
+        let hosts = self.hosts.lock().expect("pool lock poisoned");
+        hosts
+            .get(address)
+            .map_or(0, |s| s.idle.lock().expect("pool lock poisoned").len())
+    }
+}
+
+/// A checked-out connection. Give it back with [`release`](Self::release) once its response has been
+/// read to the end; dropping it closes it (the right thing after an error or an unread body).
+#[derive(Debug)]
+pub(crate) struct PooledConnection {
+    conn: Option<Connection>,
+    slot: Arc<HostSlot>,
+    _permit: OwnedSemaphorePermit,
+    reused: bool,
+}
+
+impl PooledConnection {
+    /// The connection.
+    pub(crate) fn conn(&mut self) -> &mut Connection {
+        self.conn
+            .as_mut()
+            .expect("connection present until release")
+    }
+
+    /// Whether this connection carried an earlier request.
+    pub(crate) fn was_reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Returns the connection to the idle list if both ends keep it alive and its last response was
+    /// read completely; otherwise closes it.
+    pub(crate) fn release(mut self, keep_alive: bool) {
+        if let Some(conn) = self.conn.take()
+            && keep_alive
+            && conn.is_reusable()
+        {
+            self.slot
+                .idle
+                .lock()
+                .expect("pool lock poisoned")
+                .push((conn, Instant::now()));
+        }
+    }
+}
