@@ -260,7 +260,10 @@ impl Client {
         if (200..300).contains(&status) {
             return Ok(response);
         }
-        Err(Attempt::from(self.error_from(&mut response).await))
+        let error = self.error_from(&mut response).await;
+        // The error body was read to its end (when small): the connection stays usable.
+        response.release();
+        Err(Attempt::from(error))
     }
 
     /// Reads an error response's body (bounded) and turns it into an [`Error`].

@@ -40,3 +40,6 @@ pub use error::{Error, Result, ServiceError};
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use retry::RetryPolicy;
+
+/// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).
+pub use brisk_wire::sigv4::Credentials;
