@@ -200,7 +200,10 @@ async fn slow_down_then_success_is_retried() {
         assert_eq!(m.connections_opened, 1);
         let seen = seen.lock().unwrap();
         assert_eq!(seen.len(), 2);
-        assert!(seen.iter().all(|s| s.target == "/bucket/key"));
+        assert!(
+            seen.iter()
+                .all(|s| s.method == "GET" && s.target == "/bucket/key")
+        );
     })
     .await;
 }
