@@ -26,7 +26,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use brisk_mem::{ExactBuf, MemoryBudget};
+use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, Md5};
 use brisk_wire::http::{BodyFraming, ResponseHead};
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer};
@@ -63,6 +63,7 @@ struct Inner {
     config: ClientConfig,
     signer: Signer,
     pool: ConnectionPool,
+    buffers: BufferPool,
     counters: Arc<Counters>,
 }
 
@@ -116,17 +117,17 @@ pub struct PutResult {
 }
 
 /// A response whose head has been read; its body is still on the connection.
-struct Response {
-    conn: PooledConnection,
-    head: ResponseHead,
+pub(crate) struct Response {
+    pub(crate) conn: PooledConnection,
+    pub(crate) head: ResponseHead,
 }
 
 impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.head.headers().get_str(name)
     }
 
-    fn release(self) {
+    pub(crate) fn release(self) {
         let keep_alive = self.head.keep_alive();
         self.conn.release(keep_alive);
     }
@@ -151,11 +152,18 @@ impl Client {
             Arc::clone(&counters),
         );
         let signer = Signer::new(config.credentials.clone(), config.region.clone());
+        let global = BufferPool::global();
+        let buffers = if config.memory_budget.same_budget(global.budget()) {
+            global.clone()
+        } else {
+            BufferPool::new(config.memory_budget.clone())
+        };
         Self {
             inner: Arc::new(Inner {
                 config,
                 signer,
                 pool,
+                buffers,
                 counters,
             }),
         }
@@ -169,6 +177,20 @@ impl Client {
     /// The budget that pays for [`get_bytes`](Self::get_bytes) buffers.
     pub fn memory_budget(&self) -> &MemoryBudget {
         &self.inner.config.memory_budget
+    }
+
+    /// The pool transfers take part buffers from (on the client's memory budget).
+    pub fn buffer_pool(&self) -> &BufferPool {
+        &self.inner.buffers
+    }
+
+    /// Whether a payload is signed under `signing` on this client's endpoint.
+    pub(crate) fn signs_payload(&self, signing: PayloadSigning) -> bool {
+        match signing {
+            PayloadSigning::Signed => true,
+            PayloadSigning::Unsigned => false,
+            PayloadSigning::Auto => self.inner.config.endpoint.scheme == Scheme::Http,
+        }
     }
 
     /// Counters since the client was built.
@@ -191,7 +213,7 @@ impl Client {
 
     /// Sends `spec` and reads the response head, retrying retryable failures. A 2xx response is
     /// returned with its body unread; any other status becomes the matching [`Error`].
-    async fn send(&self, spec: &RequestSpec<'_>) -> Result<Response> {
+    pub(crate) async fn send(&self, spec: &RequestSpec<'_>) -> Result<Response> {
         let policy = self.inner.config.retry;
         let mut attempt = 1;
         let mut fresh = false;
@@ -360,15 +382,51 @@ impl Client {
         offset: u64,
         dst: &mut [u8],
     ) -> Result<usize> {
+        self.get_range_pinned(bucket, key, offset, dst, None).await
+    }
+
+    /// [`get_range_into`](Self::get_range_into), only if the object's ETag is still `etag`
+    /// (`If-Match`): the parts of a parallel download all come from one version of the object.
+    /// A changed object is [`Error::ObjectChanged`].
+    pub async fn get_range_if_match(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        dst: &mut [u8],
+        etag: &str,
+    ) -> Result<usize> {
+        self.get_range_pinned(bucket, key, offset, dst, Some(etag))
+            .await
+    }
+
+    async fn get_range_pinned(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        dst: &mut [u8],
+        etag: Option<&str>,
+    ) -> Result<usize> {
         check_bucket(bucket)?;
         check_key(key)?;
         if dst.is_empty() {
             return Ok(0);
         }
         let last = offset + dst.len() as u64 - 1;
-        let spec = RequestSpec::new("GET", Some(bucket), Some(key))
+        let mut spec = RequestSpec::new("GET", Some(bucket), Some(key))
             .header("range", format!("bytes={offset}-{last}"));
-        let response = self.send(&spec).await?;
+        if let Some(etag) = etag {
+            spec = spec.header("if-match", etag);
+        }
+        let response = match self.send(&spec).await {
+            Err(Error::PreconditionFailed(_)) if etag.is_some() => {
+                return Err(Error::ObjectChanged {
+                    etag: etag.unwrap_or_default().to_owned(),
+                });
+            }
+            other => other?,
+        };
         if response.head.status() != 206 && offset != 0 {
             return Err(Error::UnexpectedResponse {
                 what: format!(
@@ -470,11 +528,7 @@ impl Client {
         check_bucket(bucket)?;
         check_key(key)?;
         let checksum = Checksummer::checksum(ChecksumAlgorithm::Crc32c, body).to_base64();
-        let signed = match options.payload_signing {
-            PayloadSigning::Signed => true,
-            PayloadSigning::Unsigned => false,
-            PayloadSigning::Auto => self.inner.config.endpoint.scheme == Scheme::Http,
-        };
+        let signed = self.signs_payload(options.payload_signing);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
             .header(ChecksumAlgorithm::Crc32c.header_name(), checksum.clone());
         if let Some(ct) = &options.content_type {
@@ -720,7 +774,7 @@ async fn read_body_exact(response: &mut Response, dst: &mut [u8]) -> (usize, Res
 
 /// Reads a small response body (a listing, a DeleteResult) into a new vector: these are documents,
 /// not payload, and S3 bounds them (1,000 entries).
-async fn read_small_body(response: &mut Response) -> Result<Vec<u8>> {
+pub(crate) async fn read_small_body(response: &mut Response) -> Result<Vec<u8>> {
     /// The largest document accepted: 16 MiB, enough for 1,000 entries of 1,024-byte keys
     /// url-encoded (3 KiB each) with room to spare.
     const MAX_DOCUMENT: usize = 16 * 1024 * 1024;
@@ -756,7 +810,7 @@ async fn read_error_body(response: &mut Response) -> Option<Vec<u8>> {
 }
 
 /// Reads and drops a success response's (small) body, then returns the connection to the pool.
-async fn finish(mut response: Response) -> Result<()> {
+pub(crate) async fn finish(mut response: Response) -> Result<()> {
     let conn = response.conn.conn();
     if !conn.discard_body().await? {
         drop(response);

@@ -218,6 +218,12 @@ pub enum Error {
     /// The configuration is unusable.
     #[error("configuration: {0}")]
     Config(#[from] ConfigError),
+    /// A local file could not be read or written (`what` says which and how).
+    #[error("{what}: {source}")]
+    File {
+        what: String,
+        source: std::io::Error,
+    },
     /// A key, bucket or option is not valid (`what` says why).
     #[error("invalid argument: {what}")]
     InvalidArgument { what: String },

@@ -10,6 +10,8 @@
 //!   the S3 code, message, request id and a hint.
 //! - Retries are bounded, with exponential backoff and full jitter ([`RetryPolicy`]); a GET cut off
 //!   mid-body resumes with a ranged request pinned to the object's ETag.
+//! - Files move in parts from pooled blocks with a bounded number of parts in flight
+//!   ([`Client::upload`], [`Client::download`], see [`transfer`]).
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! ```no_run
@@ -33,6 +35,7 @@ pub mod metrics;
 pub mod pool;
 pub mod request;
 pub mod retry;
+pub mod transfer;
 
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
@@ -40,6 +43,7 @@ pub use error::{Error, Result, ServiceError};
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use retry::RetryPolicy;
+pub use transfer::{TransferOptions, UploadResult};
 
 /// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).
 pub use brisk_wire::sigv4::Credentials;

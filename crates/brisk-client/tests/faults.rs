@@ -74,8 +74,13 @@ async fn serve_connection(
     let mut conn = HttpConnection::new(stream);
     let mut head = RequestHead::new();
     while let Ok(true) = conn.read_request_head(&mut head).await {
-        if !conn.discard_body().await.unwrap_or(false) {
-            return;
+        // Read the whole request body, however large (part uploads are megabytes).
+        loop {
+            match conn.body_chunk().await {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return,
+            }
         }
         let index = {
             let mut log = log.lock().unwrap();
@@ -448,6 +453,55 @@ async fn connecting_to_nothing_fails_clearly() {
         assert!(matches!(err, Error::Connect { .. }), "{err:?}");
         assert!(err.to_string().contains(&port.to_string()), "{err}");
         assert_eq!(c.metrics().retries, 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_multipart_upload_is_aborted() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            let target = head.target();
+            match head.method() {
+                "POST" if target.ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => Action::Respond {
+                    status: 500,
+                    headers: vec![],
+                    body: b"<Error><Code>InternalError</Code><Message>disk on fire</Message></Error>".to_vec(),
+                },
+                "DELETE" => Action::Respond {
+                    status: 204,
+                    headers: vec![],
+                    body: vec![],
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("f");
+        std::fs::write(&source, vec![7u8; 11 * 1024 * 1024]).unwrap();
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            ..brisk_client::TransferOptions::default()
+        };
+        let err = c.upload("bucket", "key", &source, options).await.unwrap_err();
+        assert!(matches!(err, Error::ServerError(_)), "{err:?}");
+        let seen = seen.lock().unwrap();
+        let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+        assert_eq!(methods, ["POST", "PUT", "DELETE"]);
+        assert_eq!(seen[1].target, "/bucket/key?partNumber=1&uploadId=UP1");
+        assert_eq!(seen[2].target, "/bucket/key?uploadId=UP1");
     })
     .await;
 }
