@@ -34,7 +34,7 @@ use brisk_wire::xml::{
     CreateBucketConfiguration, Delete, DeleteResult, ErrorDocument, ObjectIdentifier, XmlDocument,
 };
 
-use crate::config::{ClientBuilder, ClientConfig, Scheme};
+use crate::config::{ClientBuilder, ClientConfig, ConfigError, Scheme};
 use crate::error::{Error, Result, ServiceError};
 use crate::list::{ListObjects, ListOptions};
 use crate::metrics::{ClientMetrics, Counters};
@@ -139,8 +139,13 @@ impl Client {
         ClientBuilder::new()
     }
 
-    /// A client for a resolved configuration.
-    pub fn new(config: ClientConfig) -> Self {
+    /// A client for a resolved configuration. Fails only when an `https://` endpoint's TLS setup does
+    /// (no usable roots, an unreadable CA bundle).
+    pub fn new(config: ClientConfig) -> Result<Self, ConfigError> {
+        let tls = match config.endpoint.scheme {
+            Scheme::Https => Some(crate::tls::connector(config.ca_bundle.as_deref())?),
+            Scheme::Http => None,
+        };
         let counters = Arc::new(Counters::default());
         let pool = ConnectionPool::new(
             PoolSettings {
@@ -148,6 +153,7 @@ impl Client {
                 connect_timeout: config.connect_timeout,
                 read_buffer_size: config.read_buffer_size,
                 read_timeout: config.read_timeout,
+                tls,
             },
             Arc::clone(&counters),
         );
@@ -158,7 +164,7 @@ impl Client {
         } else {
             BufferPool::new(config.memory_budget.clone())
         };
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 signer,
@@ -166,7 +172,7 @@ impl Client {
                 buffers,
                 counters,
             }),
-        }
+        })
     }
 
     /// The configuration in force.
@@ -241,11 +247,6 @@ impl Client {
 
     async fn send_once(&self, spec: &RequestSpec<'_>, fresh: bool) -> Result<Response, Attempt> {
         let target = self.target(spec.bucket, spec.key);
-        if self.inner.config.endpoint.scheme == Scheme::Https {
-            return Err(Attempt::from(Error::TlsUnsupported {
-                endpoint: self.inner.config.endpoint.to_string(),
-            }));
-        }
         let head = signed_head(&self.inner.signer, spec, &target, SystemTime::now())?;
         let mut conn = self
             .inner

@@ -195,11 +195,12 @@ pub enum Error {
     /// Connecting took longer than the connect timeout.
     #[error("connecting to {address} took longer than {timeout:?}")]
     ConnectTimeout { address: String, timeout: Duration },
-    /// The endpoint is `https://`, and this build speaks plain HTTP only.
-    #[error(
-        "{endpoint} needs TLS, which this client does not support yet; use an http:// endpoint"
-    )]
-    TlsUnsupported { endpoint: String },
+    /// The TLS handshake failed (an untrusted or mismatched certificate, a protocol error).
+    #[error("TLS handshake with {address}: {source}")]
+    TlsHandshake {
+        address: String,
+        source: std::io::Error,
+    },
     /// The HTTP exchange failed (connection reset, timeout, malformed response, ...).
     #[error("HTTP: {0}")]
     Http(#[from] HttpError),

@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod pool;
 pub mod request;
 pub mod retry;
+mod tls;
 pub mod transfer;
 
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};

@@ -11,8 +11,8 @@
 //! - **Freshness**: the most recently returned connection is reused first (LIFO), the one least likely
 //!   to have been closed by the server; connections idle longer than [`MAX_IDLE_TIME`] are dropped,
 //!   and a connection the peer has closed is noticed without blocking before it is used.
-//! - **Transport**: [`Transport`] is the stream under [`HttpConnection`]; plain TCP today. TLS becomes
-//!   a second variant wrapping the TCP stream, with nothing above this module changing.
+//! - **Transport**: [`Transport`] is the stream under [`HttpConnection`]: plain TCP, or rustls over
+//!   TCP for `https://` endpoints (the handshake counts against the connect timeout).
 
 use std::collections::HashMap;
 use std::io;
@@ -22,9 +22,12 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use brisk_wire::http::{ConnectionConfig, HttpConnection, Limits};
+use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
 
 use crate::error::Error;
 use crate::metrics::Counters;
@@ -40,20 +43,27 @@ pub const MAX_IDLE_TIME: Duration = Duration::from_secs(20);
 pub enum Transport {
     /// Plain TCP.
     Tcp(TcpStream),
+    /// TLS over TCP (boxed: the rustls state is about 1 KiB).
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl Transport {
-    /// Whether the peer has closed (or sent unsolicited bytes on) an idle connection, checked without
-    /// waiting.
+    /// Whether the peer has closed an idle connection (or, in clear text, sent bytes nobody asked
+    /// for), checked by peeking at the socket without waiting and without consuming anything.
     fn peer_gone(&self) -> bool {
-        match self {
-            Self::Tcp(stream) => {
-                let mut probe = [0u8; 1];
-                match stream.try_read(&mut probe) {
-                    Ok(_) => true, // 0 = closed; anything else is a response nobody asked for
-                    Err(e) => e.kind() != io::ErrorKind::WouldBlock,
-                }
-            }
+        let (tcp, tls) = match self {
+            Self::Tcp(stream) => (stream, false),
+            Self::Tls(stream) => (stream.get_ref().0, true),
+        };
+        let mut probe = [0u8; 1];
+        let mut probe = ReadBuf::new(&mut probe);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match tcp.poll_peek(&mut cx, &mut probe) {
+            Poll::Pending => false,
+            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
+            // Over TLS the server may send session tickets or a close_notify at any time; which it
+            // was shows only when the connection is used, where a dead one is replaced at once.
+            Poll::Ready(Ok(_)) => !tls,
         }
     }
 }
@@ -66,6 +76,7 @@ impl AsyncRead for Transport {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -78,6 +89,7 @@ impl AsyncWrite for Transport {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -88,24 +100,28 @@ impl AsyncWrite for Transport {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
         match self {
             Self::Tcp(s) => s.is_write_vectored(),
+            Self::Tls(s) => s.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -114,12 +130,26 @@ impl AsyncWrite for Transport {
 pub type Connection = HttpConnection<Transport>;
 
 /// How the pool opens connections.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct PoolSettings {
     pub(crate) max_per_host: usize,
     pub(crate) connect_timeout: Duration,
     pub(crate) read_buffer_size: usize,
     pub(crate) read_timeout: Duration,
+    /// Set for `https://` endpoints.
+    pub(crate) tls: Option<TlsConnector>,
+}
+
+impl std::fmt::Debug for PoolSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolSettings")
+            .field("max_per_host", &self.max_per_host)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_buffer_size", &self.read_buffer_size)
+            .field("read_timeout", &self.read_timeout)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
 }
 
 /// One host's connections: the bound and the idle list.
@@ -206,39 +236,56 @@ impl ConnectionPool {
 
     async fn connect(&self, address: &str, host: &str, port: u16) -> Result<Connection, Error> {
         let timeout = self.settings.connect_timeout;
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+        let transport = match tokio::time::timeout(timeout, self.open(address, host, port)).await {
             Err(_) => {
                 return Err(Error::ConnectTimeout {
                     address: address.to_owned(),
                     timeout,
                 });
             }
-            Ok(Err(source)) => {
-                return Err(Error::Connect {
-                    address: address.to_owned(),
-                    source,
-                });
-            }
-            Ok(Ok(stream)) => stream,
+            Ok(result) => result?,
         };
-        // Requests are written head and body in one vectored write; waiting for more (Nagle) only
-        // delays the last segment of each request.
-        stream.set_nodelay(true).map_err(|source| Error::Connect {
-            address: address.to_owned(),
-            source,
-        })?;
         let limits = Limits {
             head_timeout: Some(self.settings.read_timeout),
             body_read_timeout: Some(self.settings.read_timeout),
             ..Limits::default()
         };
         Ok(HttpConnection::with_config(
-            Transport::Tcp(stream),
+            transport,
             ConnectionConfig {
                 read_buffer_size: self.settings.read_buffer_size,
                 limits,
             },
         ))
+    }
+
+    /// Connects over TCP, and over TLS when the endpoint is `https://`.
+    async fn open(&self, address: &str, host: &str, port: u16) -> Result<Transport, Error> {
+        let connect_error = |source| Error::Connect {
+            address: address.to_owned(),
+            source,
+        };
+        let stream = TcpStream::connect((host, port))
+            .await
+            .map_err(connect_error)?;
+        // Requests are written head and body in one vectored write; waiting for more (Nagle) only
+        // delays the last segment of each request.
+        stream.set_nodelay(true).map_err(connect_error)?;
+        let Some(tls) = &self.settings.tls else {
+            return Ok(Transport::Tcp(stream));
+        };
+        let name = ServerName::try_from(host.to_owned()).map_err(|e| Error::TlsHandshake {
+            address: address.to_owned(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, e),
+        })?;
+        let stream = tls
+            .connect(name, stream)
+            .await
+            .map_err(|source| Error::TlsHandshake {
+                address: address.to_owned(),
+                source,
+            })?;
+        Ok(Transport::Tls(Box::new(stream)))
     }
 
     /// Idle connections per host address, for tests and diagnostics.

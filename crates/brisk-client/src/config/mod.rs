@@ -7,6 +7,7 @@
 //! | region | [`ClientBuilder::region`] | `AWS_REGION`, `AWS_DEFAULT_REGION` | `region` |
 //! | endpoint | [`ClientBuilder::endpoint`] | `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL` | `s3 = endpoint_url`, `endpoint_url` |
 //! | addressing | [`ClientBuilder::addressing`] | | `s3 = addressing_style` |
+//! | CA bundle | [`ClientBuilder::ca_bundle`] | `AWS_CA_BUNDLE` | `ca_bundle` |
 //!
 //! The profile is `AWS_PROFILE` (else `default`); the files are `AWS_SHARED_CREDENTIALS_FILE` and
 //! `AWS_CONFIG_FILE` (else under `$HOME/.aws`). Without an endpoint the client talks to
@@ -94,6 +95,9 @@ pub enum ConfigError {
         setting: &'static str,
         requirement: &'static str,
     },
+    /// TLS can not be set up (no roots, an unreadable CA bundle).
+    #[error("TLS: {reason}")]
+    Tls { reason: String },
     /// `s3 = addressing_style` holds something other than `path`, `virtual` or `auto`.
     #[error("addressing_style {0:?} is not path, virtual or auto")]
     InvalidAddressingStyle(String),
@@ -167,6 +171,9 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// The budget that pays for buffers the client allocates ([`Client::get_bytes`]).
     pub memory_budget: MemoryBudget,
+    /// PEM file of the certificate authorities trusted for `https://` endpoints instead of the
+    /// system's roots.
+    pub ca_bundle: Option<PathBuf>,
 }
 
 /// Builds a [`Client`]: set what you know, the rest comes from the environment and profile.
@@ -183,6 +190,7 @@ pub struct ClientBuilder {
     read_buffer_size: Option<usize>,
     retry: Option<RetryPolicy>,
     memory_budget: Option<MemoryBudget>,
+    ca_bundle: Option<PathBuf>,
 }
 
 impl ClientBuilder {
@@ -257,6 +265,13 @@ impl ClientBuilder {
         self
     }
 
+    /// A PEM file of certificate authorities to trust instead of the system's roots (for servers
+    /// with a private CA or a self-signed certificate).
+    pub fn ca_bundle(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_bundle = Some(path.into());
+        self
+    }
+
     /// Resolves the configuration from the builder, the process environment and the shared files.
     pub fn resolve(self) -> Result<ClientConfig, ConfigError> {
         self.resolve_with(&ProcessEnvironment)
@@ -326,12 +341,16 @@ impl ClientBuilder {
             read_buffer_size: self.read_buffer_size.unwrap_or(DEFAULT_READ_BUFFER_SIZE),
             retry: self.retry.unwrap_or_default(),
             memory_budget,
+            ca_bundle: self
+                .ca_bundle
+                .or_else(|| env.var("AWS_CA_BUNDLE").map(PathBuf::from))
+                .or_else(|| files.config_value("ca_bundle").map(PathBuf::from)),
         })
     }
 
     /// Resolves the configuration (as [`resolve`](Self::resolve)) and builds the client.
     pub fn build(self) -> Result<Client, ConfigError> {
-        Ok(Client::new(self.resolve()?))
+        Client::new(self.resolve()?)
     }
 }
 
@@ -592,6 +611,33 @@ mod tests {
             .unwrap();
         assert_eq!(config.credentials.access_key_id(), "CFGKEY");
         assert_eq!(config.region, DEFAULT_REGION);
+    }
+
+    #[test]
+    fn ca_bundle_from_builder_environment_or_profile() {
+        let keys = [("AWS_ACCESS_KEY_ID", "K"), ("AWS_SECRET_ACCESS_KEY", "S")];
+        let none = ClientBuilder::new().resolve_with(&env(&keys, &[])).unwrap();
+        assert_eq!(none.ca_bundle, None);
+        let mut vars = keys.to_vec();
+        vars.push(("AWS_CA_BUNDLE", "/env/ca.pem"));
+        vars.push(("AWS_CONFIG_FILE", "/c"));
+        let files = [("/c", "[default]\nca_bundle = /profile/ca.pem\n")];
+        let from_env = ClientBuilder::new()
+            .resolve_with(&env(&vars, &files))
+            .unwrap();
+        assert_eq!(from_env.ca_bundle, Some(PathBuf::from("/env/ca.pem")));
+        let from_profile = ClientBuilder::new()
+            .resolve_with(&env(&[keys[0], keys[1], ("AWS_CONFIG_FILE", "/c")], &files))
+            .unwrap();
+        assert_eq!(
+            from_profile.ca_bundle,
+            Some(PathBuf::from("/profile/ca.pem"))
+        );
+        let explicit = ClientBuilder::new()
+            .ca_bundle("/mine.pem")
+            .resolve_with(&env(&vars, &files))
+            .unwrap();
+        assert_eq!(explicit.ca_bundle, Some(PathBuf::from("/mine.pem")));
     }
 
     #[test]
