@@ -1,8 +1,44 @@
 //! brisk's embedded S3-compatible server: one node on one directory, for local development, tests,
 //! CI and edge boxes.
 //!
-//! [`store`] is the storage layer underneath the HTTP/S3 front end: buckets, objects, metadata and
-//! multipart uploads on disk, with crash-safe commits and listings whose memory does not grow with the
-//! bucket. `docs/storage.md` describes its design.
+//! ```no_run
+//! # async fn run() -> Result<(), brisk_server::ServerError> {
+//! use brisk_server::{AccessKey, Server, ServerConfig};
+//! let key = AccessKey { access_key_id: "AK".into(), secret_access_key: "SK".into() };
+//! let mut config = ServerConfig::new("/tmp/brisk-data", Some(key));
+//! config.listen = "127.0.0.1:0".parse().unwrap();
+//! let server = Server::bind(config).await?;
+//! println!("{}", server.url());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! | module | concern |
+//! |---|---|
+//! | [`config`] | [`ServerConfig`], limits and their defaults |
+//! | `server` | listener, connection semaphore, connection loop, shutdown |
+//! | `route` | path-style and virtual-hosted-style addressing, sub-resources → operation |
+//! | `auth` | SigV4 verification (header and presigned), payload-hash modes |
+//! | `body` | request bodies: read buffer → file, hashing as bytes pass, aws-chunked layering |
+//! | `exchange` | per-connection buffers, responses, `sendfile` |
+//! | `objects` | object fields, ranges, conditional requests, copy sources |
+//! | `handler` | the S3 operations |
+//! | [`error`] | [`S3Error`] and the mapping of every lower layer's error to it |
+//! | [`store`] | buckets, objects and uploads on disk (`docs/storage.md`) |
+//!
+//! `docs/server.md` describes the data path, the limits and what is supported.
 
+mod auth;
+mod body;
+pub mod config;
+pub mod error;
+mod exchange;
+mod handler;
+mod objects;
+mod route;
+mod server;
 pub mod store;
+
+pub use config::{AccessKey, ServerConfig, ServerLimits};
+pub use error::S3Error;
+pub use server::{RunningServer, Server, ServerError};

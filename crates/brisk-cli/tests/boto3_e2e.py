@@ -1,0 +1,240 @@
+"""End-to-end checks of `brisk serve` with independent clients: boto3 for every operation and the
+AWS CLI v1 for a few commands. Run by tests/boto3.rs with: endpoint access_key secret_key workdir.
+Any failed check raises, and the exit status is non-zero."""
+
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zlib
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError, MissingDependencyException
+
+endpoint, access_key, secret_key, workdir = sys.argv[1:5]
+
+
+def client(secret=secret_key, style="path"):
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": style}, signature_version="s3v4", retries={"max_attempts": 1}),
+    )
+
+
+s3 = client()
+checks = 0
+
+
+def check(condition, what):
+    global checks
+    if not condition:
+        raise AssertionError(what)
+    checks += 1
+
+
+def error_code(fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except ClientError as e:
+        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
+    raise AssertionError(f"{fn.__name__} succeeded but should have failed")
+
+
+# Buckets
+s3.create_bucket(Bucket="e2e-bucket")
+s3.create_bucket(Bucket="e2e-other")
+names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+check(names == ["e2e-bucket", "e2e-other"], f"ListBuckets {names}")
+s3.head_bucket(Bucket="e2e-bucket")
+check(error_code(s3.head_bucket, Bucket="e2e-missing")[1] == 404, "HeadBucket on a missing bucket")
+check(error_code(s3.create_bucket, Bucket="e2e-bucket")[0] == "BucketAlreadyOwnedByYou", "duplicate bucket")
+loc = s3.get_bucket_location(Bucket="e2e-bucket")
+check(loc.get("LocationConstraint") in (None, ""), f"GetBucketLocation {loc}")
+check(error_code(s3.list_objects_v2, Bucket="e2e-missing")[0] == "NoSuchBucket", "NoSuchBucket")
+
+# Objects: put/get/head with metadata and standard fields, awkward keys
+body = os.urandom(300_000)
+key = "dir/sub dir/ünï+cödé?&=.bin"
+put = s3.put_object(
+    Bucket="e2e-bucket", Key=key, Body=body, ContentType="application/x-test",
+    Metadata={"color": "blue", "Mixed-Case": "v"}, CacheControl="max-age=60",
+    ContentDisposition="attachment", ContentLanguage="en",
+)
+check(put["ETag"] == '"%s"' % hashlib.md5(body).hexdigest(), "PutObject ETag is the MD5")
+got = s3.get_object(Bucket="e2e-bucket", Key=key)
+check(got["Body"].read() == body, "GetObject body")
+check(got["ContentType"] == "application/x-test", "Content-Type round trip")
+check(got["Metadata"] == {"color": "blue", "mixed-case": "v"}, f"metadata {got['Metadata']}")
+check(got["CacheControl"] == "max-age=60" and got["ContentDisposition"] == "attachment", "standard fields")
+check(got["ContentLanguage"] == "en", "Content-Language")
+head = s3.head_object(Bucket="e2e-bucket", Key=key)
+check(head["ContentLength"] == len(body) and head["ETag"] == put["ETag"], "HeadObject")
+check(error_code(s3.head_object, Bucket="e2e-bucket", Key="nope")[1] == 404, "HeadObject 404")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key="nope")[0] == "NoSuchKey", "NoSuchKey")
+
+# Virtual-hosted style through the Host field (bucket.localhost)
+vh = client(style="virtual")
+vh_endpoint = endpoint.replace("127.0.0.1", "localhost")
+vh = boto3.client(
+    "s3", endpoint_url=vh_endpoint, aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+    region_name="us-east-1", config=Config(s3={"addressing_style": "virtual"}),
+)
+try:
+    vh_body = vh.get_object(Bucket="e2e-bucket", Key=key)["Body"].read()
+    check(vh_body == body, "virtual-hosted GET")
+except Exception as e:  # *.localhost may not resolve on every system
+    if "Could not connect" not in str(e) and "Name or service" not in str(e):
+        raise
+
+# Ranges
+rng = lambda r: s3.get_object(Bucket="e2e-bucket", Key=key, Range=r)
+check(rng("bytes=0-9")["Body"].read() == body[:10], "range 0-9")
+check(rng("bytes=299990-")["Body"].read() == body[299990:], "open range")
+check(rng("bytes=-7")["Body"].read() == body[-7:], "suffix range")
+r = rng("bytes=100-199")
+check(r["ContentRange"] == "bytes 100-199/300000" and r["ContentLength"] == 100, "Content-Range")
+check(error_code(rng, "bytes=300000-")[0] == "InvalidRange", "416 InvalidRange")
+
+# Conditional requests
+etag = put["ETag"]
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfNoneMatch=etag)[1] == 304, "If-None-Match 304")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfMatch='"0000"')[1] == 412, "If-Match 412")
+s3.get_object(Bucket="e2e-bucket", Key=key, IfMatch=etag)
+past = time.time() - 86400
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfUnmodifiedSince=past)[1] == 412, "If-Unmodified-Since 412")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfModifiedSince=time.time() + 86400)[1] == 304, "If-Modified-Since 304")
+
+# Checksums: flexible checksums (header form over http), verified, stored, returned on request
+for algorithm in ["CRC32", "CRC32C", "SHA256", "CRC64NVME"]:
+    try:
+        r = s3.put_object(Bucket="e2e-bucket", Key=f"sum-{algorithm}", Body=b"checksummed", ChecksumAlgorithm=algorithm)
+    except MissingDependencyException:  # CRC32C and CRC64NVME need botocore[crt]
+        check(algorithm in ("CRC32C", "CRC64NVME"), f"{algorithm} needs no extra dependency")
+        continue
+    h = s3.head_object(Bucket="e2e-bucket", Key=f"sum-{algorithm}", ChecksumMode="ENABLED")
+    check(h.get(f"Checksum{algorithm}") == r.get(f"Checksum{algorithm}") is not None, f"{algorithm} stored and returned")
+crc = base64.b64encode(zlib.crc32(b"checksummed").to_bytes(4, "big")).decode()
+h = s3.head_object(Bucket="e2e-bucket", Key="sum-CRC32", ChecksumMode="ENABLED")
+check(h["ChecksumCRC32"] == crc, "CRC32 value is the CRC32 of the body")
+check(error_code(s3.put_object, Bucket="e2e-bucket", Key="bad-sum", Body=b"abc", ChecksumCRC32=crc)[0] == "BadDigest", "wrong checksum → BadDigest")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key="bad-sum")[0] == "NoSuchKey", "a rejected PUT stores nothing")
+bad_md5 = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+check(error_code(s3.put_object, Bucket="e2e-bucket", Key="bad-md5", Body=b"abc", ContentMD5=bad_md5)[0] == "BadDigest", "Content-MD5 mismatch")
+
+# Copy
+s3.copy_object(Bucket="e2e-other", Key="copied", CopySource={"Bucket": "e2e-bucket", "Key": key})
+c = s3.get_object(Bucket="e2e-other", Key="copied")
+check(c["Body"].read() == body and c["Metadata"]["color"] == "blue", "CopyObject COPY keeps metadata")
+s3.copy_object(Bucket="e2e-other", Key="replaced", CopySource={"Bucket": "e2e-bucket", "Key": key},
+               MetadataDirective="REPLACE", Metadata={"new": "1"}, ContentType="text/x-new")
+c = s3.head_object(Bucket="e2e-other", Key="replaced")
+check(c["Metadata"] == {"new": "1"} and c["ContentType"] == "text/x-new", "CopyObject REPLACE")
+
+# Listing v2 and v1: prefix, delimiter, paging, start-after, encoding
+for i in range(25):
+    s3.put_object(Bucket="e2e-other", Key=f"list/{i:03d}", Body=b"x")
+s3.put_object(Bucket="e2e-other", Key="list/sub/a", Body=b"x")
+s3.put_object(Bucket="e2e-other", Key="list/sub/b", Body=b"x")
+pages = list(s3.get_paginator("list_objects_v2").paginate(Bucket="e2e-other", Prefix="list/", PaginationConfig={"PageSize": 7}))
+keys = [o["Key"] for p in pages for o in p.get("Contents", [])]
+check(len(pages) == 4 and len(keys) == 27, f"v2 paging {len(pages)} pages {len(keys)} keys")
+d = s3.list_objects_v2(Bucket="e2e-other", Prefix="list/", Delimiter="/")
+check([p["Prefix"] for p in d["CommonPrefixes"]] == ["list/sub/"] and d["KeyCount"] == 26, "delimiter")
+sa = s3.list_objects_v2(Bucket="e2e-other", Prefix="list/", StartAfter="list/020")
+check([o["Key"] for o in sa["Contents"]][0] == "list/021", "start-after")
+v1 = list(s3.get_paginator("list_objects").paginate(Bucket="e2e-other", Prefix="list/", PaginationConfig={"PageSize": 10}))
+check(sum(len(p.get("Contents", [])) for p in v1) == 27, "v1 paging with marker")
+s3.put_object(Bucket="e2e-other", Key="ctl\x01key", Body=b"x")
+enc = s3.list_objects_v2(Bucket="e2e-other", Prefix="ctl")
+check(enc["Contents"][0]["Key"] == "ctl\x01key", "encoding-type=url round trip (boto3 asks for it)")
+
+# DeleteObjects and DeleteObject
+res = s3.delete_objects(Bucket="e2e-other", Delete={"Objects": [{"Key": f"list/{i:03d}"} for i in range(25)]})
+check(len(res["Deleted"]) == 25, "DeleteObjects")
+s3.delete_object(Bucket="e2e-other", Key="list/sub/a")
+s3.delete_object(Bucket="e2e-other", Key="never-existed")
+left = [o["Key"] for o in s3.list_objects_v2(Bucket="e2e-other", Prefix="list/").get("Contents", [])]
+check(left == ["list/sub/b"], f"after deletes {left}")
+
+# Multipart with 5 MiB parts, UploadPartCopy, ListParts, ListMultipartUploads, Abort
+part1, part2 = os.urandom(5 << 20), os.urandom(1234)
+mp = s3.create_multipart_upload(Bucket="e2e-bucket", Key="big", Metadata={"m": "1"})
+uid = mp["UploadId"]
+e1 = s3.upload_part(Bucket="e2e-bucket", Key="big", UploadId=uid, PartNumber=1, Body=part1)["ETag"]
+e2 = s3.upload_part_copy(Bucket="e2e-bucket", Key="big", UploadId=uid, PartNumber=2,
+                         CopySource={"Bucket": "e2e-bucket", "Key": key}, CopySourceRange="bytes=0-1233")["CopyPartResult"]["ETag"]
+parts = s3.list_parts(Bucket="e2e-bucket", Key="big", UploadId=uid)["Parts"]
+check([(p["PartNumber"], p["Size"]) for p in parts] == [(1, 5 << 20), (2, 1234)], "ListParts")
+ups = s3.list_multipart_uploads(Bucket="e2e-bucket")["Uploads"]
+check([u["UploadId"] for u in ups] == [uid], "ListMultipartUploads")
+done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key="big", UploadId=uid,
+                                    MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+md5s = hashlib.md5(hashlib.md5(part1).digest() + hashlib.md5(body[:1234]).digest()).hexdigest()
+check(done["ETag"] == f'"{md5s}-2"', f"multipart ETag {done['ETag']}")
+whole = s3.get_object(Bucket="e2e-bucket", Key="big")
+check(whole["Body"].read() == part1 + body[:1234] and whole["Metadata"] == {"m": "1"}, "multipart object")
+p2 = s3.get_object(Bucket="e2e-bucket", Key="big", PartNumber=2)
+check(p2["Body"].read() == body[:1234] and p2["PartsCount"] == 2, "GetObject partNumber")
+ab = s3.create_multipart_upload(Bucket="e2e-bucket", Key="aborted")["UploadId"]
+s3.abort_multipart_upload(Bucket="e2e-bucket", Key="aborted", UploadId=ab)
+check(error_code(s3.list_parts, Bucket="e2e-bucket", Key="aborted", UploadId=ab)[0] == "NoSuchUpload", "abort")
+small = s3.create_multipart_upload(Bucket="e2e-bucket", Key="small")["UploadId"]
+s1 = s3.upload_part(Bucket="e2e-bucket", Key="small", UploadId=small, PartNumber=1, Body=b"tiny")["ETag"]
+s2 = s3.upload_part(Bucket="e2e-bucket", Key="small", UploadId=small, PartNumber=2, Body=b"tiny")["ETag"]
+check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key="small", UploadId=small,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": s1}, {"PartNumber": 2, "ETag": s2}]})[0] == "EntityTooSmall", "EntityTooSmall")
+
+# Presigned GET and PUT through urllib
+url = s3.generate_presigned_url("get_object", Params={"Bucket": "e2e-bucket", "Key": key}, ExpiresIn=60)
+check(urllib.request.urlopen(url).read() == body, "presigned GET")
+put_url = s3.generate_presigned_url("put_object", Params={"Bucket": "e2e-bucket", "Key": "presigned"}, ExpiresIn=60)
+urllib.request.urlopen(urllib.request.Request(put_url, data=b"via presigned PUT", method="PUT")).read()
+check(s3.get_object(Bucket="e2e-bucket", Key="presigned")["Body"].read() == b"via presigned PUT", "presigned PUT")
+expired = s3.generate_presigned_url("get_object", Params={"Bucket": "e2e-bucket", "Key": key}, ExpiresIn=1)
+time.sleep(2)
+try:
+    urllib.request.urlopen(expired)
+    raise AssertionError("an expired presigned URL worked")
+except urllib.error.HTTPError as e:
+    check(e.code == 403 and b"AccessDenied" in e.read(), "expired presigned URL → 403 AccessDenied")
+
+# Bad signature
+bad = client(secret="not-the-secret")
+check(error_code(bad.list_buckets) == ("SignatureDoesNotMatch", 403), "bad signature")
+check(error_code(bad.put_object, Bucket="e2e-bucket", Key="forged", Body=b"x")[0] == "SignatureDoesNotMatch", "forged PUT")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key="forged")[0] == "NoSuchKey", "forged PUT stored nothing")
+
+# Bucket deletion
+check(error_code(s3.delete_bucket, Bucket="e2e-bucket")[0] == "BucketNotEmpty", "BucketNotEmpty")
+s3.create_bucket(Bucket="e2e-empty")
+s3.delete_bucket(Bucket="e2e-empty")
+check(error_code(s3.head_bucket, Bucket="e2e-empty")[1] == 404, "DeleteBucket")
+
+# AWS CLI v1
+env = dict(os.environ, AWS_ACCESS_KEY_ID=access_key, AWS_SECRET_ACCESS_KEY=secret_key,
+           AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+aws = [sys.executable, "-m", "awscli", "--endpoint-url", endpoint]
+src = os.path.join(workdir, "cli-upload.bin")
+with open(src, "wb") as f:
+    f.write(os.urandom(9 << 20))  # above the CLI's 8 MiB multipart threshold
+subprocess.run(aws + ["s3", "cp", src, "s3://e2e-other/cli/upload.bin"], env=env, check=True, capture_output=True)
+dst = os.path.join(workdir, "cli-download.bin")
+subprocess.run(aws + ["s3", "cp", "s3://e2e-other/cli/upload.bin", dst], env=env, check=True, capture_output=True)
+check(open(src, "rb").read() == open(dst, "rb").read(), "aws s3 cp up and down (multipart)")
+ls = subprocess.run(aws + ["s3", "ls", "s3://e2e-other/cli/"], env=env, check=True, capture_output=True, text=True).stdout
+check("upload.bin" in ls and str(9 << 20) in ls, f"aws s3 ls: {ls!r}")
+api = subprocess.run(aws + ["s3api", "head-object", "--bucket", "e2e-other", "--key", "cli/upload.bin"],
+                     env=env, check=True, capture_output=True, text=True).stdout
+check('"ContentLength": %d' % (9 << 20) in api, "aws s3api head-object")
+subprocess.run(aws + ["s3", "rm", "s3://e2e-other/cli/upload.bin"], env=env, check=True, capture_output=True)
+
+print(f"ok: {checks} checks")

@@ -1,0 +1,127 @@
+//! How a server is set up: where it stores, where it listens, who may call it, and its bounds.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Region the server claims by default (`GetBucketLocation`, the SigV4 credential scope): the one the
+/// AWS SDKs and CLI use when none is configured.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+/// Base domain of virtual-hosted-style requests by default: `bucket.localhost:9000` names `bucket`.
+/// `*.localhost` resolves to the loopback address on most systems (RFC 6761), so it works without DNS
+/// set-up.
+pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
+
+/// Default listen address: loopback only, on the port MinIO and most S3 test set-ups use.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
+
+/// Default read buffer per connection: 64 KiB, the HTTP layer's default (see `docs/http.md`). A
+/// PUT's body passes through it into the file, so it is also the size of each file write.
+pub const DEFAULT_READ_BUFFER_SIZE: usize = brisk_wire::http::DEFAULT_READ_BUFFER_SIZE;
+
+/// Connections served at once by default. Each costs its read buffer (64 KiB) plus a few KiB of heads
+/// and a task: 1,024 connections are about 70 MiB at most, and far more than one node on one disk
+/// needs (the SDKs open 10 to 64). Further connections wait in the listen backlog.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// How long a connection may sit between requests (and how long a request head may take) before it is
+/// closed: 30 s, the HTTP layer's head timeout. The AWS SDKs keep idle connections for less.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a body read or a response write may make no progress before the request fails (408 on
+/// reads): 30 s. Slow but moving transfers are never cut; a stalled peer is.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long `shutdown` waits for requests in flight before it drops their connections.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// An access key pair the server accepts.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessKey {
+    /// The access key id (`AKIA…` in AWS; any string here).
+    pub access_key_id: String,
+    /// The secret.
+    pub secret_access_key: String,
+}
+
+impl std::fmt::Debug for AccessKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessKey")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The server's bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Connections served at once ([`DEFAULT_MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+    /// Idle time between requests and time to receive a head ([`DEFAULT_IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
+    /// Longest stall of a body read or response write ([`DEFAULT_REQUEST_TIMEOUT`]).
+    pub request_timeout: Duration,
+    /// How long shutdown waits for requests in flight ([`DEFAULT_SHUTDOWN_GRACE`]).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// Everything [`Server::bind`](crate::Server::bind) needs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The directory that holds the store (created if missing).
+    pub root: PathBuf,
+    /// Address to listen on; port 0 picks a free port ([`RunningServer::local_addr`](crate::RunningServer::local_addr)).
+    pub listen: SocketAddr,
+    /// The key pair requests must be signed with (ignored when `anonymous`).
+    pub credentials: Option<AccessKey>,
+    /// Region in the credential scope and in `GetBucketLocation` ([`DEFAULT_REGION`]).
+    pub region: String,
+    /// Accept requests without checking signatures (local development only).
+    pub anonymous: bool,
+    /// Base domain for virtual-hosted-style addressing ([`DEFAULT_BASE_DOMAIN`]).
+    pub base_domain: String,
+    /// Read buffer per connection ([`DEFAULT_READ_BUFFER_SIZE`]).
+    pub read_buffer_size: usize,
+    /// Sync bodies and metadata before a write is acknowledged (on by default; off only for
+    /// benchmarks and throwaway data, see `docs/storage.md`).
+    pub fsync: bool,
+    /// Compute MD5 ETags as S3 does (on by default). Off, the ETag is the CRC-64/NVME of the body,
+    /// about 10x cheaper than MD5; clients that compare ETags with their own MD5 then disagree.
+    pub md5_etag: bool,
+    /// Smallest part but the last of a multipart upload (S3: 5 MiB; tests lower it).
+    pub min_part_size: u64,
+    /// Bounds on connections and waits.
+    pub limits: ServerLimits,
+}
+
+impl ServerConfig {
+    /// A configuration with every default, storing in `root` and requiring `credentials`.
+    pub fn new(root: impl Into<PathBuf>, credentials: Option<AccessKey>) -> Self {
+        Self {
+            root: root.into(),
+            listen: DEFAULT_LISTEN.parse().expect("a valid socket address"),
+            anonymous: credentials.is_none(),
+            credentials,
+            region: DEFAULT_REGION.to_owned(),
+            base_domain: DEFAULT_BASE_DOMAIN.to_owned(),
+            read_buffer_size: DEFAULT_READ_BUFFER_SIZE,
+            fsync: true,
+            md5_etag: true,
+            min_part_size: crate::store::MIN_PART_SIZE,
+            limits: ServerLimits::default(),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The S3 error every request can end with: an S3 error code, the HTTP status S3 answers it with, and
+//! a message that says what was wrong. Each lower layer's error maps to it by meaning (store, HTTP
+//! codec, SigV4, XML), never by matching strings.
+
+use brisk_wire::http::HttpError;
+use brisk_wire::sigv4::AuthError;
+use brisk_wire::xml::XmlParseError;
+
+use crate::store::StoreError;
+
+/// An S3 error response: `<Error><Code>…</Code><Message>…</Message>…</Error>` with `status`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code} ({status}): {message}")]
+pub struct S3Error {
+    /// The S3 error code (`NoSuchKey`, `SignatureDoesNotMatch`, ...).
+    pub code: &'static str,
+    /// The HTTP status.
+    pub status: u16,
+    /// What was wrong, for a human.
+    pub message: String,
+    /// Extra elements of the error document (`CanonicalRequest`, `StringToSign`, `Key`, ...).
+    pub extra: Vec<(String, String)>,
+}
+
+impl S3Error {
+    /// An error with no extra elements.
+    pub fn new(code: &'static str, status: u16, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            status,
+            message: message.into(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// Adds an element to the error document.
+    pub fn with(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.extra.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// `400 InvalidArgument`.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new("InvalidArgument", 400, message)
+    }
+
+    /// `400 InvalidRequest`.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new("InvalidRequest", 400, message)
+    }
+
+    /// `501 NotImplemented`.
+    pub fn not_implemented(what: impl Into<String>) -> Self {
+        Self::new("NotImplemented", 501, what)
+    }
+
+    /// `500 InternalError`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new("InternalError", 500, message)
+    }
+
+    /// `400 BadDigest`: a declared digest (Content-MD5, `x-amz-checksum-*`) does not match the body.
+    pub fn bad_digest(message: impl Into<String>) -> Self {
+        Self::new("BadDigest", 400, message)
+    }
+
+    /// `416 InvalidRange`.
+    pub fn invalid_range(size: u64) -> Self {
+        Self::new(
+            "InvalidRange",
+            416,
+            "The requested range is not satisfiable",
+        )
+        .with("ActualObjectSize", size.to_string())
+    }
+}
+
+impl From<StoreError> for S3Error {
+    fn from(e: StoreError) -> Self {
+        let message = e.to_string();
+        let (code, status) = match &e {
+            StoreError::NoSuchBucket(_) => ("NoSuchBucket", 404),
+            StoreError::NoSuchKey { .. } => ("NoSuchKey", 404),
+            StoreError::NoSuchUpload(_) => ("NoSuchUpload", 404),
+            StoreError::BucketAlreadyOwnedByYou(_) => ("BucketAlreadyOwnedByYou", 409),
+            StoreError::BucketNotEmpty(_) => ("BucketNotEmpty", 409),
+            StoreError::InvalidBucketName { .. } => ("InvalidBucketName", 400),
+            StoreError::KeyTooLong { .. } => ("KeyTooLongError", 400),
+            StoreError::EmptyKey => ("InvalidArgument", 400),
+            StoreError::InvalidPartNumber(_) => ("InvalidArgument", 400),
+            StoreError::InvalidPart { .. } => ("InvalidPart", 400),
+            StoreError::InvalidPartOrder { .. } => ("InvalidPartOrder", 400),
+            StoreError::EntityTooSmall { .. } => ("EntityTooSmall", 400),
+            StoreError::NoParts => ("MalformedXML", 400),
+            StoreError::InvalidContinuationToken(_) => ("InvalidArgument", 400),
+            StoreError::Metadata(_) | StoreError::CorruptMetadata(_) | StoreError::Io(_) => {
+                ("InternalError", 500)
+            }
+        };
+        let mut error = Self::new(code, status, message);
+        match e {
+            StoreError::NoSuchBucket(bucket) | StoreError::BucketNotEmpty(bucket) => {
+                error = error.with("BucketName", bucket);
+            }
+            StoreError::NoSuchKey { key, .. } => error = error.with("Key", key),
+            StoreError::NoSuchUpload(id) => error = error.with("UploadId", id),
+            _ => {}
+        }
+        error
+    }
+}
+
+impl From<HttpError> for S3Error {
+    fn from(e: HttpError) -> Self {
+        let status = e.status_hint().unwrap_or(400);
+        let code = match status {
+            408 => "RequestTimeout",
+            413 => "EntityTooLarge",
+            414 | 431 => "RequestHeaderSectionTooLarge",
+            501 => "NotImplemented",
+            _ => "BadRequest",
+        };
+        Self::new(code, status, e.to_string())
+    }
+}
+
+impl From<AuthError> for S3Error {
+    fn from(e: AuthError) -> Self {
+        let mut error = Self::new(e.s3_code(), e.http_status(), e.to_string());
+        if let AuthError::SignatureDoesNotMatch {
+            canonical_request,
+            string_to_sign,
+        } = e
+        {
+            error.message =
+                "The request signature we calculated does not match the signature you provided. \
+                 Check your key and signing method."
+                    .to_owned();
+            error = error
+                .with("CanonicalRequest", canonical_request)
+                .with("StringToSign", string_to_sign);
+        }
+        error
+    }
+}
+
+impl From<XmlParseError> for S3Error {
+    fn from(e: XmlParseError) -> Self {
+        Self::new(e.s3_code(), 400, e.to_string())
+    }
+}
+
+impl From<std::io::Error> for S3Error {
+    fn from(e: std::io::Error) -> Self {
+        Self::internal(format!("I/O error: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_errors_map_to_s3_codes_and_statuses() {
+        let e = S3Error::from(StoreError::NoSuchKey {
+            bucket: "b".into(),
+            key: "k".into(),
+        });
+        assert_eq!((e.code, e.status), ("NoSuchKey", 404));
+        assert_eq!(e.extra, vec![("Key".to_owned(), "k".to_owned())]);
+        let e = S3Error::from(StoreError::BucketNotEmpty("b".into()));
+        assert_eq!((e.code, e.status), ("BucketNotEmpty", 409));
+        let e = S3Error::from(StoreError::Io(std::io::Error::other("disk")));
+        assert_eq!((e.code, e.status), ("InternalError", 500));
+    }
+
+    #[test]
+    fn http_limit_errors_keep_their_status() {
+        let e = S3Error::from(HttpError::HeadTimeout {
+            timeout: std::time::Duration::from_secs(1),
+        });
+        assert_eq!((e.code, e.status), ("RequestTimeout", 408));
+    }
+}

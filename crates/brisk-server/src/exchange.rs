@@ -1,0 +1,235 @@
+//! One connection's reusable state and the response side of a request: the response head, the XML
+//! body buffer, the aws-chunked carry, and the writes (in-memory bodies, and files with `sendfile`).
+//! Everything here is allocated once per connection and reused by every request on it.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::time::{Duration, SystemTime};
+
+use brisk_wire::http::{Headers, ResponseHead, canonical_reason};
+use brisk_wire::xml::{ErrorDocument, XmlDocument};
+use tokio::io::{AsyncWriteExt, Interest};
+
+use crate::body::Connection;
+use crate::error::S3Error;
+
+/// Initial capacity of the XML body buffer: a listing page of 1,000 keys is 200–400 KiB, most
+/// responses are under 1 KiB; the buffer grows to what the connection needs and stays there.
+const INITIAL_XML_BUFFER: usize = 4 * 1024;
+
+/// Most bytes one `sendfile` call is asked to move: 4 MiB, so a large GET yields to other
+/// connections between calls instead of holding its worker for a whole object.
+const MAX_SENDFILE_CHUNK: usize = 4 << 20;
+
+/// A connection with the buffers its requests reuse.
+#[derive(Debug)]
+pub struct Exchange {
+    pub conn: Connection,
+    pub response: ResponseHead,
+    /// XML response bodies are written here.
+    pub xml: Vec<u8>,
+    /// aws-chunked metadata cut across two reads (see `body::MAX_CARRY`).
+    pub carry: Vec<u8>,
+    /// Bounce buffer of the read+write fallback and of part copies that must be hashed; allocated
+    /// on first use at the read buffer's size.
+    scratch: Vec<u8>,
+    scratch_size: usize,
+    /// Whether the current response's head went out (an error can then no longer be reported).
+    pub response_started: bool,
+    /// Whether the connection must end after this response.
+    pub closing: bool,
+    write_timeout: Duration,
+}
+
+impl Exchange {
+    pub fn new(conn: Connection, scratch_size: usize, write_timeout: Duration) -> Self {
+        Self {
+            conn,
+            response: ResponseHead::new(),
+            xml: Vec::with_capacity(INITIAL_XML_BUFFER),
+            carry: Vec::new(),
+            scratch: Vec::new(),
+            scratch_size,
+            response_started: false,
+            closing: false,
+            write_timeout,
+        }
+    }
+
+    /// Starts a response: status line and the fields every S3 response carries.
+    pub fn begin(&mut self, status: u16, request_id: &str) {
+        self.response.clear();
+        self.response
+            .set_status(status, canonical_reason(status))
+            .expect("a valid status");
+        let h = self.response.headers_mut();
+        set(h, "x-amz-request-id", request_id);
+        set(h, "x-amz-id-2", request_id);
+        set(h, "date", &httpdate::fmt_http_date(SystemTime::now()));
+        set(h, "server", "brisk");
+        if self.closing {
+            set(h, "connection", "close");
+        }
+    }
+
+    /// The response's fields.
+    pub fn headers(&mut self) -> &mut Headers {
+        self.response.headers_mut()
+    }
+
+    /// Sends the response with an empty body (`Content-Length: 0`).
+    pub async fn send_empty(&mut self) -> Result<(), S3Error> {
+        self.response.headers_mut().set_content_length(0);
+        self.response_started = true;
+        self.conn.write_response(&self.response, &[]).await?;
+        Ok(())
+    }
+
+    /// Sends only the head: for HEAD requests and 304, whose fields describe a body never sent.
+    pub async fn send_head_only(&mut self) -> Result<(), S3Error> {
+        self.response_started = true;
+        self.conn.queue_response_head(&self.response);
+        self.conn.flush().await?;
+        Ok(())
+    }
+
+    /// Serialises `doc` and sends it as an XML body.
+    pub async fn send_xml<D: XmlDocument>(&mut self, doc: &D) -> Result<(), S3Error> {
+        self.xml.clear();
+        doc.write(&mut self.xml)
+            .map_err(|e| S3Error::internal(e.to_string()))?;
+        self.send_xml_buffer().await
+    }
+
+    /// Sends what is in the XML buffer.
+    pub async fn send_xml_buffer(&mut self) -> Result<(), S3Error> {
+        let h = self.response.headers_mut();
+        set(h, "content-type", "application/xml");
+        h.set_content_length(self.xml.len() as u64);
+        self.response_started = true;
+        self.conn.write_response(&self.response, &self.xml).await?;
+        Ok(())
+    }
+
+    /// Sends an S3 error document (head only for HEAD requests, as S3 does).
+    pub async fn send_error(
+        &mut self,
+        error: &S3Error,
+        resource: &str,
+        request_id: &str,
+        head_request: bool,
+    ) -> Result<(), S3Error> {
+        self.begin(error.status, request_id);
+        if head_request {
+            self.response.headers_mut().set_content_length(0);
+            return self.send_head_only().await;
+        }
+        let doc = ErrorDocument {
+            code: error.code.to_owned(),
+            message: error.message.clone(),
+            resource: Some(resource.to_owned()),
+            request_id: Some(request_id.to_owned()),
+            host_id: None,
+            extra: error.extra.clone(),
+        };
+        self.send_xml(&doc).await
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the body (the head, with its Content-Length,
+    /// must be set). The head is flushed, then the kernel moves the bytes file → socket with
+    /// `sendfile`; if the file system does not support it, a read+write loop through the scratch
+    /// buffer takes over.
+    pub async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
+        self.response_started = true;
+        self.conn.queue_response_head(&self.response);
+        self.conn.flush().await?;
+        let end = offset + len;
+        let mut position = offset;
+        while position < end {
+            let count = usize::try_from(end - position)
+                .unwrap_or(usize::MAX)
+                .min(MAX_SENDFILE_CHUNK);
+            let stream = self.conn.get_ref();
+            tokio::time::timeout(self.write_timeout, stream.writable())
+                .await
+                .map_err(|_| write_stalled(self.write_timeout))??;
+            let sent = stream.try_io(Interest::WRITABLE, || {
+                rustix::fs::sendfile(stream, file, Some(&mut position), count)
+                    .map_err(io::Error::from)
+            });
+            match sent {
+                Ok(0) => {
+                    return Err(S3Error::internal("object file ended early"));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc_errno::EINVAL | libc_errno::ENOSYS)
+                    ) =>
+                {
+                    return self.copy_file(file, position, end - position).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn copy_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
+        let mut file = file;
+        file.seek(SeekFrom::Start(offset))?;
+        if self.scratch.len() < self.scratch_size {
+            self.scratch.resize(self.scratch_size, 0);
+        }
+        let mut left = len;
+        while left > 0 {
+            let want = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(self.scratch.len());
+            let n = file.read(&mut self.scratch[..want])?;
+            if n == 0 {
+                return Err(S3Error::internal("object file ended early"));
+            }
+            tokio::time::timeout(
+                self.write_timeout,
+                self.conn.get_mut().write_all(&self.scratch[..n]),
+            )
+            .await
+            .map_err(|_| write_stalled(self.write_timeout))??;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    /// The scratch buffer, allocated on first use.
+    pub fn scratch(&mut self) -> &mut [u8] {
+        if self.scratch.len() < self.scratch_size {
+            self.scratch.resize(self.scratch_size, 0);
+        }
+        &mut self.scratch
+    }
+}
+
+/// The errno values that mean "sendfile can not do this here"; rustix's `Errno` gives them as raw
+/// OS errors.
+mod libc_errno {
+    pub const EINVAL: i32 = 22;
+    pub const ENOSYS: i32 = 38;
+}
+
+fn write_stalled(timeout: Duration) -> S3Error {
+    S3Error::new(
+        "RequestTimeout",
+        408,
+        format!("the client read nothing for {timeout:?}"),
+    )
+}
+
+/// Sets a field whose value is known to be valid.
+pub fn set(headers: &mut Headers, name: &str, value: &str) {
+    headers
+        .set(name, value)
+        .expect("server-generated header fields are valid");
+}

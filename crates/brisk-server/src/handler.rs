@@ -1,0 +1,781 @@
+//! The S3 operations: each reads what it needs from the request, calls the store, and writes the
+//! response through the connection's [`Exchange`].
+
+use std::time::SystemTime;
+
+use brisk_wire::http::RequestHead;
+use brisk_wire::xml::{
+    BucketEntry, ChecksumFields, CompleteMultipartUpload, CompleteMultipartUploadResult,
+    CopyObjectResult, CopyPartResult, Delete, DeleteError, DeleteResult, DeletedObject,
+    EncodingType, InitiateMultipartUploadResult, ListAllMyBucketsResult, ListBucketHeader,
+    ListMultipartUploadsResult, ListPartsResult, ListVersion, LocationConstraint, ObjectEntry,
+    Owner, PartEntry, UploadEntry, XmlDocument, write_list_bucket_result,
+};
+use time::OffsetDateTime;
+
+use crate::auth::PayloadCheck;
+use crate::body::{self, BodyDigests, BodyOutcome, MAX_PUT_SIZE};
+use crate::error::S3Error;
+use crate::exchange::{Exchange, set};
+use crate::objects::{
+    Precondition, RangeRequest, attributes_from, check_preconditions, parse_copy_source,
+    store_algorithm, write_checksum_fields, write_object_fields,
+};
+use crate::route::{Operation, Route};
+use crate::server::Shared;
+use crate::store::{
+    Checksum, ChecksumType, CompletedPart, ListQuery, MAX_KEYS_PER_PAGE, NewObject, UploadQuery,
+};
+
+/// Largest XML request body read into memory (CompleteMultipartUpload with 10,000 parts is about
+/// 1 MiB; DeleteObjects with 1,000 keys of 1,024 bytes about 1.1 MiB).
+pub const MAX_XML_BODY: u64 = 2 << 20;
+
+/// The one owner every bucket and object of this server has.
+fn owner() -> Owner {
+    Owner {
+        id: "brisk".to_owned(),
+        display_name: Some("brisk".to_owned()),
+    }
+}
+
+fn xml_time(t: SystemTime) -> OffsetDateTime {
+    OffsetDateTime::from(t)
+}
+
+/// Runs a closure that may block for a while (fsync, metadata transactions) without stalling the
+/// other tasks of a multi-thread runtime's worker; on a current-thread runtime it just runs.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+/// One request's context.
+pub struct Request<'a> {
+    pub shared: &'a Shared,
+    pub head: &'a RequestHead,
+    pub route: Route,
+    pub payload: PayloadCheck,
+    pub request_id: &'a str,
+}
+
+/// Runs the operation the route selected and sends its response.
+pub async fn handle(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
+    use Operation::*;
+    match r.route.operation {
+        ListBuckets => list_buckets(x, &r).await,
+        CreateBucket => create_bucket(x, r).await,
+        HeadBucket => {
+            blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
+            x.begin(200, r.request_id);
+            set(x.headers(), "x-amz-bucket-region", &r.shared.config.region);
+            x.send_empty().await
+        }
+        DeleteBucket => {
+            blocking(|| r.shared.store.delete_bucket(&r.route.bucket))?;
+            x.begin(204, r.request_id);
+            x.send_head_only().await
+        }
+        GetBucketLocation => {
+            blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
+            let region = &r.shared.config.region;
+            let doc = LocationConstraint {
+                region: (region != "us-east-1").then(|| region.clone()),
+            };
+            x.begin(200, r.request_id);
+            x.send_xml(&doc).await
+        }
+        ListObjectsV1 | ListObjectsV2 => list_objects(x, &r).await,
+        ListMultipartUploads => list_uploads(x, &r).await,
+        DeleteObjects => delete_objects(x, r).await,
+        PutObject => put_object(x, r).await,
+        CopyObject => copy_object(x, &r).await,
+        GetObject => get_object(x, &r, false).await,
+        HeadObject => get_object(x, &r, true).await,
+        DeleteObject => {
+            blocking(|| r.shared.store.delete_object(&r.route.bucket, &r.route.key))?;
+            x.begin(204, r.request_id);
+            x.send_head_only().await
+        }
+        CreateMultipartUpload => create_upload(x, &r).await,
+        UploadPart => upload_part(x, r).await,
+        UploadPartCopy => upload_part_copy(x, &r).await,
+        CompleteMultipartUpload => complete_upload(x, r).await,
+        AbortMultipartUpload => {
+            let upload_id = r.route.query.get("uploadId").unwrap_or_default();
+            blocking(|| {
+                r.shared
+                    .store
+                    .abort_multipart_upload(&r.route.bucket, &r.route.key, upload_id)
+            })?;
+            x.begin(204, r.request_id);
+            x.send_head_only().await
+        }
+        ListParts => list_parts(x, &r).await,
+    }
+}
+
+async fn list_buckets(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let buckets = blocking(|| r.shared.store.list_buckets())?;
+    let doc = ListAllMyBucketsResult {
+        owner: Some(owner()),
+        buckets: buckets
+            .into_iter()
+            .map(|b| BucketEntry {
+                name: b.name,
+                creation_date: xml_time(b.created),
+                bucket_region: Some(r.shared.config.region.clone()),
+            })
+            .collect(),
+        continuation_token: None,
+        prefix: None,
+    };
+    x.begin(200, r.request_id);
+    x.send_xml(&doc).await
+}
+
+/// Reads a small request body (an XML document) into memory, verifying its digests.
+async fn read_small_body(
+    x: &mut Exchange,
+    r: Request<'_>,
+    md5_etag: bool,
+) -> Result<Vec<u8>, S3Error> {
+    let mut digests = BodyDigests::new(r.head, &r.payload, md5_etag)?;
+    let chunked = matches!(r.payload, PayloadCheck::Chunked(_));
+    let len = body::payload_length(r.head, &x.conn, chunked, MAX_XML_BODY)?;
+    let mut decoder = r.payload.chunked_decoder(len.unwrap_or(0));
+    let mut out = Vec::with_capacity(len.unwrap_or(0) as usize);
+    body::read_body(
+        &mut x.conn,
+        decoder.as_mut(),
+        &mut x.carry,
+        MAX_XML_BODY,
+        |data| {
+            digests.update(data);
+            out.extend_from_slice(data);
+            Ok(())
+        },
+    )
+    .await?;
+    let conn_trailers = x.conn.trailers();
+    digests.finish(|name| {
+        decoder
+            .as_ref()
+            .and_then(|d| d.trailer(name))
+            .or_else(|| conn_trailers.and_then(|t| t.get_str(name)))
+    })?;
+    Ok(out)
+}
+
+async fn create_bucket(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
+    let bucket = r.route.bucket.clone();
+    let (shared, request_id) = (r.shared, r.request_id);
+    let body = read_small_body(x, r, false).await?;
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let config = brisk_wire::xml::CreateBucketConfiguration::parse(&body)?;
+        if let Some(location) = config.location_constraint
+            && location != shared.config.region
+        {
+            return Err(S3Error::new(
+                "IllegalLocationConstraintException",
+                400,
+                format!(
+                    "The {location} location constraint is incompatible with the region {} of this server",
+                    shared.config.region
+                ),
+            ));
+        }
+    }
+    blocking(|| shared.store.create_bucket(&bucket))?;
+    x.begin(200, request_id);
+    set(x.headers(), "location", &format!("/{bucket}"));
+    x.send_empty().await
+}
+
+fn parse_max(query: &crate::route::Query, name: &str, cap: usize) -> Result<usize, S3Error> {
+    match query.get(name) {
+        None => Ok(cap),
+        Some(v) => v
+            .parse::<usize>()
+            .map(|n| n.min(cap))
+            .map_err(|_| S3Error::invalid_argument(format!("{name} {v:?} is not a number"))),
+    }
+}
+
+fn encoding_type(query: &crate::route::Query) -> Result<Option<EncodingType>, S3Error> {
+    match query.get("encoding-type") {
+        None => Ok(None),
+        Some(v) => v
+            .parse::<EncodingType>()
+            .map(Some)
+            .map_err(|()| S3Error::invalid_argument(format!("Invalid Encoding Method {v:?}"))),
+    }
+}
+
+async fn list_objects(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let q = &r.route.query;
+    let v2 = r.route.operation == Operation::ListObjectsV2;
+    let max_keys = parse_max(q, "max-keys", MAX_KEYS_PER_PAGE)?;
+    let encoding = encoding_type(q)?;
+    let prefix = q.get("prefix").unwrap_or_default().to_owned();
+    let delimiter = q
+        .get("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned);
+    let start_after = if v2 {
+        q.get("start-after")
+    } else {
+        q.get("marker")
+    }
+    .filter(|s| !s.is_empty())
+    .map(str::to_owned);
+    let continuation_token = v2
+        .then(|| q.get("continuation-token"))
+        .flatten()
+        .map(str::to_owned);
+    let query = ListQuery {
+        prefix: prefix.clone(),
+        delimiter: delimiter.clone(),
+        start_after: start_after.clone(),
+        continuation_token: continuation_token.clone(),
+        max_keys,
+    };
+    let page = if max_keys == 0 {
+        blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
+        Default::default()
+    } else {
+        blocking(|| r.shared.store.list_objects(&r.route.bucket, &query))?
+    };
+    let fetch_owner = !v2 || q.get("fetch-owner") == Some("true");
+    let entries: Vec<ObjectEntry> = page
+        .objects
+        .into_iter()
+        .map(|o| ObjectEntry {
+            key: o.key,
+            last_modified: xml_time(o.last_modified),
+            etag: o.etag,
+            size: o.size,
+            storage_class: Some("STANDARD".to_owned()),
+            checksum_algorithm: None,
+            checksum_type: None,
+            owner: fetch_owner.then(owner),
+        })
+        .collect();
+    let version = if v2 {
+        ListVersion::V2 {
+            key_count: (entries.len() + page.common_prefixes.len()) as u32,
+            continuation_token,
+            next_continuation_token: page.next_continuation_token,
+            start_after: if v2 { start_after } else { None },
+        }
+    } else {
+        ListVersion::V1 {
+            marker: start_after.unwrap_or_default(),
+            next_marker: delimiter
+                .is_some()
+                .then_some(page.next_marker)
+                .flatten()
+                .filter(|_| page.is_truncated),
+        }
+    };
+    let header = ListBucketHeader {
+        name: r.route.bucket.clone(),
+        prefix,
+        delimiter,
+        max_keys: max_keys as u32,
+        is_truncated: page.is_truncated,
+        encoding_type: encoding,
+        version,
+    };
+    x.xml.clear();
+    write_list_bucket_result(
+        &mut x.xml,
+        &header,
+        &entries,
+        page.common_prefixes.iter().map(String::as_str),
+    )
+    .map_err(|e| S3Error::invalid_argument(e.to_string()))?;
+    x.begin(200, r.request_id);
+    x.send_xml_buffer().await
+}
+
+async fn list_uploads(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let q = &r.route.query;
+    let max_uploads = parse_max(q, "max-uploads", crate::store::MAX_UPLOADS_PER_PAGE)?;
+    let query = UploadQuery {
+        prefix: q.get("prefix").unwrap_or_default().to_owned(),
+        key_marker: q
+            .get("key-marker")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
+        upload_id_marker: q
+            .get("upload-id-marker")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
+        max_uploads,
+    };
+    let page = blocking(|| {
+        r.shared
+            .store
+            .list_multipart_uploads(&r.route.bucket, &query)
+    })?;
+    let doc = ListMultipartUploadsResult {
+        bucket: r.route.bucket.clone(),
+        key_marker: query.key_marker.clone().unwrap_or_default(),
+        upload_id_marker: query.upload_id_marker.clone().unwrap_or_default(),
+        next_key_marker: page.next_key_marker,
+        next_upload_id_marker: page.next_upload_id_marker,
+        prefix: Some(query.prefix.clone()),
+        delimiter: None,
+        max_uploads: max_uploads as u32,
+        is_truncated: page.is_truncated,
+        encoding_type: encoding_type(q)?,
+        uploads: page
+            .uploads
+            .into_iter()
+            .map(|u| UploadEntry {
+                key: u.key,
+                upload_id: u.upload_id,
+                initiated: xml_time(u.initiated),
+                storage_class: Some("STANDARD".to_owned()),
+                initiator: Some(owner()),
+                owner: Some(owner()),
+                checksum_algorithm: None,
+                checksum_type: None,
+            })
+            .collect(),
+        common_prefixes: Vec::new(),
+    };
+    x.begin(200, r.request_id);
+    x.send_xml(&doc).await
+}
+
+async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
+    let bucket = r.route.bucket.clone();
+    let (shared, request_id) = (r.shared, r.request_id);
+    let body = read_small_body(x, r, false).await?;
+    let delete = Delete::parse(&body)?;
+    let keys: Vec<&str> = delete.objects.iter().map(|o| o.key.as_str()).collect();
+    let outcomes = blocking(|| shared.store.delete_objects(&bucket, &keys))?;
+    let mut result = DeleteResult::default();
+    for (object, outcome) in delete.objects.iter().zip(outcomes) {
+        match outcome {
+            Ok(()) if !delete.quiet => result.deleted.push(DeletedObject {
+                key: object.key.clone(),
+                version_id: None,
+                delete_marker: None,
+                delete_marker_version_id: None,
+            }),
+            Ok(()) => {}
+            Err(e) => {
+                let e = S3Error::from(e);
+                result.errors.push(DeleteError {
+                    key: object.key.clone(),
+                    version_id: None,
+                    code: e.code.to_owned(),
+                    message: e.message,
+                });
+            }
+        }
+    }
+    x.begin(200, request_id);
+    x.send_xml(&result).await
+}
+
+/// Streams the request body into `file`, hashing it; returns what the digests found.
+async fn receive_into_file(
+    x: &mut Exchange,
+    r: &Request<'_>,
+    payload: PayloadCheck,
+    file: &mut std::fs::File,
+) -> Result<BodyOutcome, S3Error> {
+    let mut digests = BodyDigests::new(r.head, &payload, r.shared.config.md5_etag)?;
+    let chunked = matches!(payload, PayloadCheck::Chunked(_));
+    let len = body::payload_length(r.head, &x.conn, chunked, MAX_PUT_SIZE)?.ok_or_else(|| {
+        S3Error::new(
+            "MissingContentLength",
+            411,
+            "You must provide the Content-Length HTTP header",
+        )
+    })?;
+    let mut decoder = payload.chunked_decoder(len);
+    body::read_body(
+        &mut x.conn,
+        decoder.as_mut(),
+        &mut x.carry,
+        MAX_PUT_SIZE,
+        |data| {
+            digests.update(data);
+            body::write_to(file, data)
+        },
+    )
+    .await?;
+    let conn_trailers = x.conn.trailers();
+    digests.finish(|name| {
+        decoder
+            .as_ref()
+            .and_then(|d| d.trailer(name))
+            .or_else(|| conn_trailers.and_then(|t| t.get_str(name)))
+    })
+}
+
+fn stored_checksum(outcome: &BodyOutcome) -> Option<Checksum> {
+    outcome.checksum.as_ref().map(|c| Checksum {
+        algorithm: store_algorithm(c.algorithm()),
+        checksum_type: ChecksumType::FullObject,
+        value: c.to_base64(),
+    })
+}
+
+fn write_body_checksum(x: &mut Exchange, outcome: &BodyOutcome) {
+    if let Some(c) = &outcome.checksum {
+        set(x.headers(), c.algorithm().header_name(), &c.to_base64());
+    }
+}
+
+async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error> {
+    let attributes = attributes_from(r.head)?;
+    let store = &r.shared.store;
+    let mut pending = blocking(|| store.begin_put(&r.route.bucket, &r.route.key))?;
+    let payload = std::mem::replace(&mut r.payload, PayloadCheck::None);
+    let outcome = receive_into_file(x, &r, payload, pending.file_mut()).await?;
+    let new = NewObject {
+        etag: outcome.etag.clone(),
+        attributes,
+        checksum: stored_checksum(&outcome),
+    };
+    let info = blocking(|| pending.commit(new))?;
+    x.begin(200, r.request_id);
+    set(x.headers(), "etag", &info.etag);
+    write_body_checksum(x, &outcome);
+    x.send_empty().await
+}
+
+async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let h = r.head.headers();
+    let (source_bucket, source_key) =
+        parse_copy_source(h.get_str("x-amz-copy-source").unwrap_or_default())?;
+    let replace = match h.get_str("x-amz-metadata-directive").map(str::trim) {
+        None | Some("COPY") => false,
+        Some("REPLACE") => true,
+        Some(other) => {
+            return Err(S3Error::invalid_argument(format!(
+                "Unknown metadata directive {other:?}"
+            )));
+        }
+    };
+    let same = source_bucket == r.route.bucket && source_key == r.route.key;
+    if same && !replace {
+        return Err(S3Error::invalid_request(
+            "This copy request is illegal because it is trying to copy an object to itself \
+             without changing the object's metadata",
+        ));
+    }
+    let attributes = replace.then(|| attributes_from(r.head)).transpose()?;
+    let info = blocking(|| {
+        r.shared.store.copy_object(
+            &source_bucket,
+            &source_key,
+            &r.route.bucket,
+            &r.route.key,
+            attributes,
+        )
+    })?;
+    let doc = CopyObjectResult {
+        etag: info.etag.clone(),
+        last_modified: xml_time(info.last_modified),
+        checksums: ChecksumFields::default(),
+        checksum_type: None,
+    };
+    x.begin(200, r.request_id);
+    x.send_xml(&doc).await
+}
+
+async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Result<(), S3Error> {
+    let (info, file) = blocking(|| r.shared.store.open_object(&r.route.bucket, &r.route.key))?;
+    let h = r.head.headers();
+    let precondition = check_preconditions(h, &info)?;
+    let part_number =
+        match r.route.query.get("partNumber") {
+            Some(v) => Some(v.parse::<u32>().map_err(|_| {
+                S3Error::invalid_argument(format!("partNumber {v:?} is not a number"))
+            })?),
+            None => None,
+        };
+    let range = if let Some(n) = part_number {
+        Some(info.part_range(n).ok_or_else(|| {
+            S3Error::new(
+                "InvalidPartNumber",
+                416,
+                "The requested partnumber is not satisfiable",
+            )
+        })?)
+    } else {
+        match h.get_str("range").and_then(RangeRequest::parse) {
+            Some(range) => Some(range.resolve(info.size)?),
+            None => None,
+        }
+    };
+    if precondition == Precondition::NotModified {
+        x.begin(304, r.request_id);
+        set(x.headers(), "etag", &info.etag);
+        set(
+            x.headers(),
+            "last-modified",
+            &httpdate::fmt_http_date(info.last_modified),
+        );
+        return x.send_head_only().await;
+    }
+    let (status, span) = match range {
+        Some(span) => (206, span),
+        None => (200, 0..info.size),
+    };
+    x.begin(status, r.request_id);
+    let out = x.headers();
+    write_object_fields(out, &info, &r.route.query);
+    out.set_content_length(span.end - span.start);
+    if status == 206 {
+        set(
+            out,
+            "content-range",
+            &format!("bytes {}-{}/{}", span.start, span.end - 1, info.size),
+        );
+    }
+    if part_number.is_some() || !info.parts.is_empty() {
+        set(
+            out,
+            "x-amz-mp-parts-count",
+            &info.parts_count().max(1).to_string(),
+        );
+    }
+    if h.get_str("x-amz-checksum-mode")
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("ENABLED"))
+        && span == (0..info.size)
+    {
+        write_checksum_fields(out, &info);
+    }
+    if head_only {
+        return x.send_head_only().await;
+    }
+    x.send_file(&file, span.start, span.end - span.start).await
+}
+
+async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let attributes = attributes_from(r.head)?;
+    let checksum = match body::declared_checksum(r.head)? {
+        Some(declared) => {
+            let algorithm = match declared {
+                body::DeclaredChecksum::Compute(a) | body::DeclaredChecksum::Trailer(a) => a,
+                body::DeclaredChecksum::Header(v) => v.algorithm(),
+            };
+            let kind = match r
+                .head
+                .headers()
+                .get_str("x-amz-checksum-type")
+                .map(str::trim)
+            {
+                Some("FULL_OBJECT") => ChecksumType::FullObject,
+                _ => ChecksumType::Composite,
+            };
+            Some((store_algorithm(algorithm), kind))
+        }
+        None => None,
+    };
+    let upload_id = blocking(|| {
+        r.shared
+            .store
+            .create_multipart_upload(&r.route.bucket, &r.route.key, attributes, checksum)
+    })?;
+    let doc = InitiateMultipartUploadResult {
+        bucket: r.route.bucket.clone(),
+        key: r.route.key.clone(),
+        upload_id,
+    };
+    x.begin(200, r.request_id);
+    if let Some((algorithm, _)) = checksum {
+        set(x.headers(), "x-amz-checksum-algorithm", algorithm.as_str());
+    }
+    x.send_xml(&doc).await
+}
+
+fn part_number(r: &Request<'_>) -> Result<u32, S3Error> {
+    let v = r
+        .route
+        .query
+        .get("partNumber")
+        .ok_or_else(|| S3Error::invalid_argument("partNumber is required with uploadId"))?;
+    v.parse()
+        .map_err(|_| S3Error::invalid_argument(format!("partNumber {v:?} is not a number")))
+}
+
+async fn upload_part(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error> {
+    let number = part_number(&r)?;
+    let upload_id = r.route.query.get("uploadId").unwrap_or_default().to_owned();
+    let store = &r.shared.store;
+    let mut pending =
+        blocking(|| store.begin_upload_part(&r.route.bucket, &r.route.key, &upload_id, number))?;
+    let payload = std::mem::replace(&mut r.payload, PayloadCheck::None);
+    let outcome = receive_into_file(x, &r, payload, pending.file_mut()).await?;
+    let checksum = outcome.checksum.as_ref().map(|c| c.to_base64());
+    let info = blocking(|| pending.commit(outcome.etag.clone(), checksum))?;
+    x.begin(200, r.request_id);
+    set(x.headers(), "etag", &info.etag);
+    write_body_checksum(x, &outcome);
+    x.send_empty().await
+}
+
+async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let number = part_number(r)?;
+    let upload_id = r.route.query.get("uploadId").unwrap_or_default().to_owned();
+    let h = r.head.headers();
+    let (source_bucket, source_key) =
+        parse_copy_source(h.get_str("x-amz-copy-source").unwrap_or_default())?;
+    let store = &r.shared.store;
+    let (info, mut source) = blocking(|| store.open_object(&source_bucket, &source_key))?;
+    let span = match h.get_str("x-amz-copy-source-range") {
+        Some(v) => match RangeRequest::parse(v) {
+            Some(RangeRequest::From {
+                first,
+                last: Some(last),
+            }) if last < info.size => first..last + 1,
+            _ => {
+                return Err(S3Error::invalid_argument(format!(
+                    "The x-amz-copy-source-range value {v:?} must be bytes=first-last within the \
+                     source object of {} bytes",
+                    info.size
+                )));
+            }
+        },
+        None => 0..info.size,
+    };
+    if span.end - span.start > MAX_PUT_SIZE {
+        return Err(S3Error::new(
+            "EntityTooLarge",
+            400,
+            "a copied part may be at most 5 GiB",
+        ));
+    }
+    let mut pending =
+        blocking(|| store.begin_upload_part(&r.route.bucket, &r.route.key, &upload_id, number))?;
+    let md5_etag = r.shared.config.md5_etag;
+    let etag = {
+        let scratch = x.scratch();
+        blocking(|| -> Result<String, S3Error> {
+            source.seek(SeekFrom::Start(span.start))?;
+            let mut md5 = brisk_wire::checksum::Md5::new();
+            let mut crc = brisk_wire::checksum::Checksummer::new(
+                brisk_wire::checksum::ChecksumAlgorithm::Crc64Nvme,
+            );
+            let mut left = span.end - span.start;
+            while left > 0 {
+                let want = usize::try_from(left)
+                    .unwrap_or(usize::MAX)
+                    .min(scratch.len());
+                let n = source.read(&mut scratch[..want])?;
+                if n == 0 {
+                    return Err(S3Error::internal("source object file ended early"));
+                }
+                if md5_etag {
+                    md5.update(&scratch[..n]);
+                } else {
+                    crc.update(&scratch[..n]);
+                }
+                pending.file_mut().write_all(&scratch[..n])?;
+                left -= n as u64;
+            }
+            Ok(if md5_etag {
+                md5.finalize().to_etag()
+            } else {
+                format!("\"{}\"", hex::encode(crc.finalize().as_bytes()))
+            })
+        })?
+    };
+    let part = blocking(|| pending.commit(etag, None))?;
+    let doc = CopyPartResult {
+        etag: part.etag,
+        last_modified: xml_time(part.last_modified),
+        checksums: ChecksumFields::default(),
+    };
+    x.begin(200, r.request_id);
+    x.send_xml(&doc).await
+}
+
+async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
+    let (shared, request_id) = (r.shared, r.request_id);
+    let bucket = r.route.bucket.clone();
+    let key = r.route.key.clone();
+    let upload_id = r.route.query.get("uploadId").unwrap_or_default().to_owned();
+    let body = read_small_body(x, r, false).await?;
+    let request = CompleteMultipartUpload::parse(&body)?;
+    let parts: Vec<CompletedPart> = request
+        .parts
+        .iter()
+        .map(|p| CompletedPart {
+            part_number: p.part_number,
+            etag: p.etag.clone(),
+        })
+        .collect();
+    let info = blocking(|| {
+        shared
+            .store
+            .complete_multipart_upload(&bucket, &key, &upload_id, &parts, None)
+    })?;
+    let doc = CompleteMultipartUploadResult {
+        location: format!("/{bucket}/{key}"),
+        bucket,
+        key,
+        etag: info.etag,
+        checksums: ChecksumFields::default(),
+        checksum_type: None,
+    };
+    x.begin(200, request_id);
+    x.send_xml(&doc).await
+}
+
+async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let q = &r.route.query;
+    let upload_id = q.get("uploadId").unwrap_or_default();
+    let max_parts = parse_max(q, "max-parts", crate::store::MAX_PARTS_PER_PAGE)?;
+    let marker: u32 = match q.get("part-number-marker") {
+        Some(v) => v.parse().map_err(|_| {
+            S3Error::invalid_argument(format!("part-number-marker {v:?} is not a number"))
+        })?,
+        None => 0,
+    };
+    let page = blocking(|| {
+        r.shared
+            .store
+            .list_parts(&r.route.bucket, &r.route.key, upload_id, marker, max_parts)
+    })?;
+    let doc = ListPartsResult {
+        bucket: r.route.bucket.clone(),
+        key: r.route.key.clone(),
+        upload_id: upload_id.to_owned(),
+        part_number_marker: Some(marker),
+        next_part_number_marker: page.next_part_number_marker,
+        max_parts: max_parts as u32,
+        is_truncated: page.is_truncated,
+        initiator: Some(owner()),
+        owner: Some(owner()),
+        storage_class: Some("STANDARD".to_owned()),
+        checksum_algorithm: None,
+        checksum_type: None,
+        parts: page
+            .parts
+            .into_iter()
+            .map(|p| PartEntry {
+                part_number: p.part_number,
+                last_modified: xml_time(p.last_modified),
+                etag: p.etag,
+                size: p.size,
+                checksums: ChecksumFields::default(),
+            })
+            .collect(),
+    };
+    x.begin(200, r.request_id);
+    x.send_xml(&doc).await
+}

@@ -1,0 +1,320 @@
+//! What object requests and responses carry besides the body: stored attributes from request fields,
+//! response fields from stored attributes, `Range`, conditional requests, and `x-amz-copy-source`.
+
+use std::time::SystemTime;
+
+use brisk_wire::http::{Headers, RequestHead};
+
+use crate::error::S3Error;
+use crate::exchange::set;
+use crate::route::Query;
+use crate::store::{ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo};
+
+/// Most bytes of user metadata (`x-amz-meta-*` names and values) per object: 2 KiB, S3's limit.
+pub const MAX_USER_METADATA_BYTES: usize = 2048;
+
+const USER_METADATA_PREFIX: &str = "x-amz-meta-";
+
+/// The attributes a PUT (or CreateMultipartUpload, or a REPLACE copy) stores: standard fields and
+/// `x-amz-meta-*`. `aws-chunked` is removed from `Content-Encoding`: it describes the transfer, not
+/// the object.
+pub fn attributes_from(head: &RequestHead) -> Result<ObjectAttributes, S3Error> {
+    let h = head.headers();
+    let text = |name: &str| h.get_str(name).map(|v| v.trim().to_owned());
+    let content_encoding = h.get_str("content-encoding").and_then(|v| {
+        let kept: Vec<&str> = v
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
+            .collect();
+        (!kept.is_empty()).then(|| kept.join(", "))
+    });
+    let mut user_metadata = Vec::new();
+    let mut metadata_bytes = 0;
+    for (name, value) in h.iter() {
+        if name.len() > USER_METADATA_PREFIX.len()
+            && name[..USER_METADATA_PREFIX.len()].eq_ignore_ascii_case(USER_METADATA_PREFIX)
+        {
+            let key = name[USER_METADATA_PREFIX.len()..].to_ascii_lowercase();
+            let value = String::from_utf8_lossy(value).trim().to_owned();
+            metadata_bytes += key.len() + value.len();
+            user_metadata.push((key, value));
+        }
+    }
+    if metadata_bytes > MAX_USER_METADATA_BYTES {
+        return Err(S3Error::new(
+            "MetadataTooLarge",
+            400,
+            format!(
+                "Your metadata headers exceed the maximum allowed metadata size \
+                 ({metadata_bytes} > {MAX_USER_METADATA_BYTES} bytes)"
+            ),
+        ));
+    }
+    Ok(ObjectAttributes {
+        content_type: text("content-type"),
+        content_encoding,
+        content_disposition: text("content-disposition"),
+        content_language: text("content-language"),
+        cache_control: text("cache-control"),
+        expires: text("expires"),
+        user_metadata,
+    })
+}
+
+/// Writes an object's descriptive fields (ETag, Last-Modified, type, standard fields, metadata)
+/// into a response, applying the `response-*` overrides of a GET's query.
+pub fn write_object_fields(h: &mut Headers, info: &ObjectInfo, query: &Query) {
+    set(h, "etag", &info.etag);
+    set(
+        h,
+        "last-modified",
+        &httpdate::fmt_http_date(info.last_modified),
+    );
+    set(h, "accept-ranges", "bytes");
+    let a = &info.attributes;
+    let fields = [
+        (
+            "content-type",
+            "response-content-type",
+            a.content_type.as_deref(),
+        ),
+        (
+            "content-encoding",
+            "response-content-encoding",
+            a.content_encoding.as_deref(),
+        ),
+        (
+            "content-disposition",
+            "response-content-disposition",
+            a.content_disposition.as_deref(),
+        ),
+        (
+            "content-language",
+            "response-content-language",
+            a.content_language.as_deref(),
+        ),
+        (
+            "cache-control",
+            "response-cache-control",
+            a.cache_control.as_deref(),
+        ),
+        ("expires", "response-expires", a.expires.as_deref()),
+    ];
+    for (name, override_name, stored) in fields {
+        let value = query.get(override_name).or(stored);
+        match (name, value) {
+            (_, Some(v)) => {
+                let _ = h.set(name, v);
+            }
+            ("content-type", None) => set(h, name, "binary/octet-stream"),
+            _ => {}
+        }
+    }
+    for (name, value) in &a.user_metadata {
+        let _ = h.append(&format!("{USER_METADATA_PREFIX}{name}"), value);
+    }
+}
+
+/// Writes the stored checksum (`x-amz-checksum-*` and `x-amz-checksum-type`) when the client asked
+/// for it with `x-amz-checksum-mode: ENABLED`.
+pub fn write_checksum_fields(h: &mut Headers, info: &ObjectInfo) {
+    if let Some(c) = &info.checksum {
+        let name = format!(
+            "x-amz-checksum-{}",
+            c.algorithm.as_str().to_ascii_lowercase()
+        );
+        let _ = h.set(&name, &c.value);
+        let kind = match c.checksum_type {
+            ChecksumType::FullObject => "FULL_OBJECT",
+            ChecksumType::Composite => "COMPOSITE",
+        };
+        set(h, "x-amz-checksum-type", kind);
+    }
+}
+
+/// The store's algorithm for one of the wire's.
+pub fn store_algorithm(a: brisk_wire::checksum::ChecksumAlgorithm) -> ChecksumAlgorithm {
+    use brisk_wire::checksum::ChecksumAlgorithm as W;
+    match a {
+        W::Crc32 => ChecksumAlgorithm::Crc32,
+        W::Crc32c => ChecksumAlgorithm::Crc32c,
+        W::Crc64Nvme => ChecksumAlgorithm::Crc64Nvme,
+        W::Sha256 => ChecksumAlgorithm::Sha256,
+    }
+}
+
+/// The byte range a GET asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeRequest {
+    /// `bytes=first-` or `bytes=first-last`.
+    From { first: u64, last: Option<u64> },
+    /// `bytes=-n`: the last `n` bytes.
+    Suffix(u64),
+}
+
+impl RangeRequest {
+    /// Parses a `Range` field. Forms S3 ignores (other units, several ranges, garbage) give `None`:
+    /// the whole object is served.
+    pub fn parse(value: &str) -> Option<Self> {
+        let spec = value.trim().strip_prefix("bytes=")?.trim();
+        if spec.contains(',') {
+            return None;
+        }
+        let (first, last) = spec.split_once('-')?;
+        let (first, last) = (first.trim(), last.trim());
+        if first.is_empty() {
+            return last.parse().ok().map(Self::Suffix);
+        }
+        let first = first.parse().ok()?;
+        let last = if last.is_empty() {
+            None
+        } else {
+            Some(last.parse().ok()?)
+        };
+        if last.is_some_and(|l| l < first) {
+            return None;
+        }
+        Some(Self::From { first, last })
+    }
+
+    /// The byte range `start..end` in an object of `size` bytes, or `InvalidRange` (416).
+    pub fn resolve(self, size: u64) -> Result<std::ops::Range<u64>, S3Error> {
+        match self {
+            Self::From { first, last } if first < size => {
+                let end = last.map_or(size, |l| l.saturating_add(1).min(size));
+                Ok(first..end)
+            }
+            Self::Suffix(n) if n > 0 && size > 0 => Ok(size.saturating_sub(n)..size),
+            _ => Err(S3Error::invalid_range(size)),
+        }
+    }
+}
+
+/// What the conditional fields of a GET or HEAD decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    /// Serve the object.
+    Proceed,
+    /// `304 Not Modified`.
+    NotModified,
+}
+
+fn etag_matches(list: &str, etag: &str) -> bool {
+    let etag = etag.trim_matches('"');
+    list.split(',').map(str::trim).any(|candidate| {
+        candidate == "*" || candidate.trim_start_matches("W/").trim_matches('"') == etag
+    })
+}
+
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    httpdate::parse_http_date(value.trim()).ok()
+}
+
+/// Whole seconds, the precision of HTTP dates.
+fn seconds(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Evaluates `If-Match`, `If-Unmodified-Since` (412 `PreconditionFailed`), `If-None-Match` and
+/// `If-Modified-Since` (304) as RFC 9110 §13.2.2 orders them.
+pub fn check_preconditions(h: &Headers, info: &ObjectInfo) -> Result<Precondition, S3Error> {
+    let failed = |field: &str| {
+        S3Error::new(
+            "PreconditionFailed",
+            412,
+            "At least one of the pre-conditions you specified did not hold",
+        )
+        .with("Condition", field)
+    };
+    let modified = seconds(info.last_modified);
+    if let Some(list) = h.get_str("if-match") {
+        if !etag_matches(list, &info.etag) {
+            return Err(failed("If-Match"));
+        }
+    } else if let Some(since) = h.get_str("if-unmodified-since").and_then(parse_http_date)
+        && modified > seconds(since)
+    {
+        return Err(failed("If-Unmodified-Since"));
+    }
+    if let Some(list) = h.get_str("if-none-match") {
+        if etag_matches(list, &info.etag) {
+            return Ok(Precondition::NotModified);
+        }
+    } else if let Some(since) = h.get_str("if-modified-since").and_then(parse_http_date)
+        && modified <= seconds(since)
+    {
+        return Ok(Precondition::NotModified);
+    }
+    Ok(Precondition::Proceed)
+}
+
+/// Parses `x-amz-copy-source` (`bucket/key` or `/bucket/key`, percent-encoded, optionally with
+/// `?versionId=`) into bucket and key.
+pub fn parse_copy_source(value: &str) -> Result<(String, String), S3Error> {
+    let value = value.trim();
+    let path = value.split_once('?').map_or(value, |(p, _)| p);
+    let decoded = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .map_err(|_| S3Error::invalid_argument("x-amz-copy-source is not UTF-8"))?;
+    let trimmed = decoded.strip_prefix('/').unwrap_or(&decoded);
+    match trimmed.split_once('/') {
+        Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
+            Ok((bucket.to_owned(), key.to_owned()))
+        }
+        _ => Err(S3Error::invalid_argument(
+            "x-amz-copy-source must be bucket/key",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_resolve_as_s3_does() {
+        let r = |s: &str| RangeRequest::parse(s).unwrap().resolve(100);
+        assert_eq!(r("bytes=0-9").unwrap(), 0..10);
+        assert_eq!(r("bytes=90-").unwrap(), 90..100);
+        assert_eq!(r("bytes=90-1000").unwrap(), 90..100);
+        assert_eq!(r("bytes=-10").unwrap(), 90..100);
+        assert_eq!(r("bytes=-1000").unwrap(), 0..100);
+        assert_eq!(r("bytes=100-").unwrap_err().status, 416);
+        assert_eq!(r("bytes=-0").unwrap_err().status, 416);
+        assert_eq!(RangeRequest::parse("bytes=5-1"), None);
+        assert_eq!(RangeRequest::parse("items=0-1"), None);
+        assert_eq!(RangeRequest::parse("bytes=0-1,5-6"), None);
+        assert_eq!(
+            RangeRequest::parse("bytes=0-")
+                .unwrap()
+                .resolve(0)
+                .unwrap_err()
+                .code,
+            "InvalidRange"
+        );
+    }
+
+    #[test]
+    fn copy_sources_are_decoded() {
+        assert_eq!(
+            parse_copy_source("/b/a%20b/c?versionId=x").unwrap(),
+            ("b".to_owned(), "a b/c".to_owned())
+        );
+        assert_eq!(
+            parse_copy_source("b/k").unwrap(),
+            ("b".to_owned(), "k".to_owned())
+        );
+        assert!(parse_copy_source("b").is_err());
+    }
+
+    #[test]
+    fn etag_lists_match_quoted_unquoted_and_star() {
+        assert!(etag_matches("\"abc\"", "\"abc\""));
+        assert!(etag_matches("abc", "\"abc\""));
+        assert!(etag_matches("\"x\", \"abc\"", "\"abc\""));
+        assert!(etag_matches("*", "\"abc\""));
+        assert!(!etag_matches("\"abd\"", "\"abc\""));
+    }
+}

@@ -1,0 +1,338 @@
+//! The listener and the connection loop: one task per connection, at most
+//! [`ServerLimits::max_connections`](crate::ServerLimits) of them (a semaphore; further connections
+//! wait in the listen backlog), each reading request heads, authenticating, routing and answering
+//! until the client closes, a timeout, an unrecoverable error, or shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use brisk_wire::http::{ConnectionConfig, HttpConnection, HttpError, Limits, RequestHead};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinHandle;
+
+use crate::auth::Authenticator;
+use crate::config::ServerConfig;
+use crate::error::S3Error;
+use crate::exchange::Exchange;
+use crate::handler::{self, Request, blocking};
+use crate::route;
+use crate::store::{Store, StoreConfig, StoreError};
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The store could not be opened (another process has it, permissions, corruption).
+    #[error("cannot open the store in {root}: {source}")]
+    Store {
+        root: String,
+        #[source]
+        source: StoreError,
+    },
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration is not usable.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// What every connection task shares.
+#[derive(Debug)]
+pub struct Shared {
+    pub store: Store,
+    pub auth: Authenticator,
+    pub config: ServerConfig,
+    request_ids: RequestIds,
+}
+
+/// Request ids: 16 hex digits, unique per process run (start time in the high bits, a counter in
+/// the low ones), so a log line and the client's error name the same request.
+#[derive(Debug)]
+struct RequestIds {
+    base: u64,
+    next: AtomicU64,
+}
+
+impl RequestIds {
+    fn new() -> Self {
+        let start = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Self {
+            base: start << 32,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn next(&self) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{:016X}", self.base ^ n)
+    }
+}
+
+/// The embedded S3 server.
+#[derive(Debug)]
+pub struct Server;
+
+impl Server {
+    /// Opens the store, binds the listener and starts serving on the current tokio runtime (a
+    /// multi-thread runtime with one worker per core is what `brisk serve` builds). Returns once the
+    /// server accepts connections.
+    pub async fn bind(config: ServerConfig) -> Result<RunningServer, ServerError> {
+        if !config.anonymous && config.credentials.is_none() {
+            return Err(ServerError::Config(
+                "credentials are required unless the server is anonymous".into(),
+            ));
+        }
+        if config.limits.max_connections == 0 {
+            return Err(ServerError::Config(
+                "max_connections must be at least 1".into(),
+            ));
+        }
+        let store_config = StoreConfig {
+            fsync: config.fsync,
+            min_part_size: config.min_part_size,
+            ..StoreConfig::default()
+        };
+        let root = config.root.clone();
+        let store =
+            blocking(|| Store::open(&root, store_config)).map_err(|source| ServerError::Store {
+                root: root.display().to_string(),
+                source,
+            })?;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let auth = Authenticator::new(
+            if config.anonymous {
+                None
+            } else {
+                config.credentials.as_ref()
+            },
+            &config.region,
+        );
+        let shared = Arc::new(Shared {
+            store,
+            auth,
+            config,
+            request_ids: RequestIds::new(),
+        });
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let connections = Arc::new(Semaphore::new(shared.config.limits.max_connections));
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&shared),
+            Arc::clone(&connections),
+            stop_rx,
+        ));
+        Ok(RunningServer {
+            local_addr,
+            stop: stop_tx,
+            accept: Some(accept),
+            connections,
+            shared,
+        })
+    }
+}
+
+/// A server that is accepting connections. Dropping it without [`shutdown`](Self::shutdown) stops
+/// accepting too (connections in flight finish on their own).
+#[derive(Debug)]
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    accept: Option<JoinHandle<()>>,
+    connections: Arc<Semaphore>,
+    shared: Arc<Shared>,
+}
+
+impl RunningServer {
+    /// The address the server listens on (with the real port when port 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://<addr>`, the endpoint URL clients use.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// The store the server serves (for tests and embedding).
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// Stops accepting, lets requests in flight finish (up to the configured grace period), closes
+    /// idle connections, and returns when all connections are gone or the grace period ended.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.await;
+        }
+        let all = self.shared.config.limits.max_connections as u32;
+        let grace = self.shared.config.limits.shutdown_grace;
+        let _ = tokio::time::timeout(grace, self.connections.acquire_many(all)).await;
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    connections: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+            _ = stop.changed() => return,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stop.changed() => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            // Out of file descriptors or a connection reset before accept: back off briefly rather
+            // than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = Arc::clone(&shared);
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, &shared, stop).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Serves one connection until it ends.
+async fn serve_connection(stream: TcpStream, shared: &Shared, mut stop: watch::Receiver<bool>) {
+    let limits = &shared.config.limits;
+    let config = ConnectionConfig {
+        read_buffer_size: shared.config.read_buffer_size,
+        limits: Limits {
+            head_timeout: Some(limits.idle_timeout),
+            body_read_timeout: Some(limits.request_timeout),
+            ..Limits::default()
+        },
+    };
+    let conn = HttpConnection::with_config(stream, config);
+    let mut x = Exchange::new(conn, shared.config.read_buffer_size, limits.request_timeout);
+    let mut head = RequestHead::new();
+    loop {
+        if *stop.borrow() {
+            return;
+        }
+        let got = tokio::select! {
+            got = x.conn.read_request_head(&mut head) => got,
+            _ = stop.changed() => return,
+        };
+        match got {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                answer_unreadable_head(&mut x, shared, e).await;
+                return;
+            }
+        }
+        x.response_started = false;
+        x.closing = !head.keep_alive();
+        let request_id = shared.request_ids.next();
+        let result = serve_request(&mut x, shared, &head, &request_id).await;
+        if let Err(error) = result {
+            if x.response_started {
+                return;
+            }
+            // An unread body the connection can not skip cheaply ends the connection after the
+            // error, so the client's unsent body is never read as the next request.
+            let drained = !x.conn.body_done() && !matches!(x.conn.discard_body().await, Ok(true));
+            if drained || !x.conn.is_reusable() {
+                x.closing = true;
+            }
+            let head_request = head.method() == "HEAD";
+            let resource = route::split_target(head.target()).0.to_owned();
+            if x.send_error(&error, &resource, &request_id, head_request)
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if x.closing || !x.conn.is_reusable() {
+            return;
+        }
+    }
+}
+
+async fn serve_request(
+    x: &mut Exchange,
+    shared: &Shared,
+    head: &RequestHead,
+    request_id: &str,
+) -> Result<(), S3Error> {
+    let headers = head.headers();
+    let route = route::route(
+        head.method(),
+        head.target(),
+        headers.get_str("host"),
+        &shared.config.base_domain,
+        headers.contains("x-amz-copy-source"),
+    );
+    let payload = shared.auth.authenticate(head)?;
+    let route = route?;
+    handler::handle(
+        x,
+        Request {
+            shared,
+            head,
+            route,
+            payload,
+            request_id,
+        },
+    )
+    .await
+}
+
+/// A head that could not be read: answer with the status the HTTP layer suggests (400, 408, 414,
+/// 431, 501) when the peer is still there, then close.
+async fn answer_unreadable_head(x: &mut Exchange, shared: &Shared, e: HttpError) {
+    if e.status_hint().is_none() {
+        return;
+    }
+    // An idle keep-alive connection that timed out before sending anything is closed silently.
+    if matches!(e, HttpError::HeadTimeout { .. }) && x.conn.buffered().is_empty() {
+        return;
+    }
+    x.closing = true;
+    let error = S3Error::from(e);
+    let id = shared.request_ids.next();
+    let _ = x.send_error(&error, "/", &id, false).await;
+}

@@ -1,0 +1,66 @@
+//! The in-process server over real sockets: concurrent PUTs of one key, keep-alive reuse, error
+//! documents, and unknown operations.
+
+mod http_support;
+
+use http_support::Client;
+
+#[test]
+fn concurrent_puts_of_one_key_leave_one_whole_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let server = http_support::start(&runtime, dir.path());
+    let addr = server.local_addr();
+    let mut c = Client::connect(addr);
+    assert_eq!(c.request("PUT", "/race-bucket", b"").0.status, 200);
+    let size = 3 << 20;
+    let writers: Vec<_> = (0..8u8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                let body = vec![b'a' + i; size];
+                let (r, _) = c.request("PUT", "/race-bucket/same", &body);
+                assert_eq!(r.status, 200, "{}", r.head);
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let (r, body) = c.request("GET", "/race-bucket/same", b"");
+    assert_eq!((r.status, body.len()), (200, size));
+    assert!(
+        body.iter().all(|&b| b == body[0]),
+        "the object is one writer's body, not a mix"
+    );
+    drop(c);
+    runtime.block_on(server.shutdown());
+}
+
+#[test]
+fn errors_are_s3_documents_and_the_connection_survives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let server = http_support::start(&runtime, dir.path());
+    let mut c = Client::connect(server.local_addr());
+    let (r, body) = c.request("GET", "/missing-bucket/key", b"");
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(r.status, 404);
+    assert!(text.contains("<Code>NoSuchBucket</Code>"), "{text}");
+    assert!(
+        r.head.to_ascii_lowercase().contains("x-amz-request-id:"),
+        "{}",
+        r.head
+    );
+    let (r, body) = c.request("GET", "/some-bucket?acl", b"");
+    assert_eq!(r.status, 501);
+    assert!(String::from_utf8_lossy(&body).contains("NotImplemented"));
+    // Same connection, still usable.
+    assert_eq!(c.request("PUT", "/some-bucket", b"").0.status, 200);
+    let (r, body) = c.request("PUT", "/some-bucket/k", b"hello");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&body));
+    let (r, body) = c.request("GET", "/some-bucket/k", b"");
+    assert_eq!((r.status, body.as_slice()), (200, b"hello".as_slice()));
+    drop(c);
+    runtime.block_on(server.shutdown());
+}
