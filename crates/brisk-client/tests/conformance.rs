@@ -147,15 +147,6 @@ async fn errors_are_typed_by_meaning() {
         ));
 
         c.put(&bucket, "exists", b"x").await.unwrap();
-        let options = PutOptions {
-            if_none_match_any: true,
-            ..PutOptions::default()
-        };
-        let err = c
-            .put_with(&bucket, "exists", b"y", &options)
-            .await
-            .unwrap_err();
-        assert!(matches!(err, Error::PreconditionFailed(_)), "{err:?}");
 
         let wrong_secret = builder()
             .credentials(Credentials::new(support::ACCESS_KEY, "not-the-secret"))
@@ -180,6 +171,28 @@ async fn errors_are_typed_by_meaning() {
         let err = wrong_region.get_bytes(&bucket, "exists").await.unwrap_err();
         assert!(matches!(err, Error::WrongRegion(_)), "{err:?}");
         assert!(err.to_string().contains("us-east-1"), "{err}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn conditional_put_refuses_to_overwrite() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "conditional").await;
+        let options = PutOptions {
+            if_none_match_any: true,
+            ..PutOptions::default()
+        };
+        c.put_with(&bucket, "once", b"first", &options)
+            .await
+            .unwrap();
+        let err = c
+            .put_with(&bucket, "once", b"second", &options)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::PreconditionFailed(_)), "{err:?}");
+        assert_eq!(&c.get_bytes(&bucket, "once").await.unwrap()[..], b"first");
     })
     .await;
 }

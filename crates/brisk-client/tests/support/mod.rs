@@ -1,8 +1,8 @@
 //! The S3 server the integration tests run against, started once per test binary.
 //!
 //! The suite is one conformance suite parameterised by a [`ServerLauncher`]: today MinIO (an S3 server
-//! nobody on this project wrote, so the client is checked against an independent implementation);
-//! `brisk serve` becomes a second launcher, chosen with `BRISK_TEST_SERVER=<name>`.
+//! nobody on this project wrote, so the client is checked against an independent implementation), and
+//! `brisk serve` with `BRISK_TEST_SERVER=brisk`.
 //!
 //! The server runs under a small shell watchdog that kills it (and removes its data directory) when
 //! the test process exits, however it exits: statics are never dropped, so a `Drop` impl could not.
@@ -116,6 +116,76 @@ impl ServerLauncher for Minio {
     }
 }
 
+/// `brisk serve`, from `BRISK_BIN` or `<workspace>/target/debug/brisk` (`cargo build -p brisk-cli`).
+/// brisk-client can not depend on brisk-cli (the CLI sits above the client), so the binary is found
+/// rather than built here.
+pub struct BriskServe;
+
+impl ServerLauncher for BriskServe {
+    fn name(&self) -> &'static str {
+        "brisk"
+    }
+
+    fn launch(&self) -> Result<TestServer, String> {
+        let binary = std::env::var_os("BRISK_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace_root().join("target/debug/brisk"));
+        if !binary.is_file() {
+            return Err(format!(
+                "brisk binary not found at {}: run `cargo build -p brisk-cli` (or set BRISK_BIN)",
+                binary.display()
+            ));
+        }
+        let root = tempfile::Builder::new()
+            .prefix("brisk-client-serve-")
+            .tempdir()
+            .map_err(|e| format!("temp dir: {e}"))?
+            .keep();
+        let out = root.with_extension("out");
+        let script = format!(
+            "\"$0\" serve --listen 127.0.0.1:0 --root \"$1\" --access-key {ACCESS_KEY} --secret-key {SECRET_KEY} \
+               --region us-east-1 >\"$2\" 2>&1 &\n\
+             server=$!\n\
+             while kill -0 {parent} 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done\n\
+             kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf \"$1\" \"$2\"",
+            parent = std::process::id(),
+        );
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg(&binary)
+            .arg(&root)
+            .arg(&out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+        // The first line of its output is its URL.
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        while Instant::now() < deadline {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if let Some(line) = text.lines().next().filter(|_| text.contains('\n')) {
+                let endpoint = line.trim().to_owned();
+                let port = endpoint
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| p.trim_end_matches('/').parse().ok())
+                    .ok_or_else(|| format!("brisk serve printed {line:?}, not its URL"))?;
+                return Ok(TestServer {
+                    name: "brisk",
+                    endpoint: endpoint.trim_end_matches('/').to_owned(),
+                    port,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "brisk serve printed no URL within {STARTUP_TIMEOUT:?}"
+        ))
+    }
+}
+
 /// A port nobody listens on right now.
 pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
@@ -155,7 +225,8 @@ fn probe(port: u16, path: &str) -> std::io::Result<bool> {
 fn launcher() -> Box<dyn ServerLauncher> {
     match std::env::var("BRISK_TEST_SERVER").as_deref() {
         Ok("minio") | Err(_) => Box::new(Minio),
-        Ok(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio)"),
+        Ok("brisk") => Box::new(BriskServe),
+        Ok(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio, brisk)"),
     }
 }
 
