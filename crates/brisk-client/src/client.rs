@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, Md5};
-use brisk_wire::http::{BodyFraming, ResponseHead};
+use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer};
 use brisk_wire::xml::{
     CreateBucketConfiguration, Delete, DeleteResult, ErrorDocument, ObjectIdentifier, XmlDocument,
@@ -40,8 +40,12 @@ use crate::list::{ListObjects, ListOptions};
 use crate::metrics::{ClientMetrics, Counters};
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
 use crate::request::{
-    RequestSpec, Target, check_bucket, check_key, push_query, signed_head, target,
+    RequestSpec, Target, check_bucket, check_key, expects_continue, push_query, signed_head, target,
 };
+
+/// How long a request with a large body waits for `100 Continue` before sending the body anyway:
+/// 1 s, as botocore (through urllib3) waits. Servers that ignore `Expect` cost this once per request.
+pub const CONTINUE_WAIT: Duration = Duration::from_secs(1);
 
 /// The largest error body read to learn the error code: 64 KiB. S3's largest error document
 /// (`SignatureDoesNotMatch` with the canonical request and its hex bytes) is a few KiB; a larger body
@@ -258,8 +262,23 @@ impl Client {
         let mut response_head = ResponseHead::new();
         let exchange = async {
             let c = conn.conn();
-            c.write_request(&head, spec.body).await?;
-            c.read_response_head(&mut response_head, spec.method).await
+            if !expects_continue(spec.body.len()) {
+                c.write_request(&head, spec.body).await?;
+                return c.read_response_head(&mut response_head, spec.method).await;
+            }
+            c.queue_request_head(&head);
+            match c
+                .await_continue(&mut response_head, spec.method, CONTINUE_WAIT)
+                .await?
+            {
+                // The server answered without wanting the body: that answer is the response.
+                ContinueOutcome::Final => Ok(()),
+                ContinueOutcome::Continue | ContinueOutcome::TimedOut => {
+                    c.write_body(spec.body).await?;
+                    c.flush().await?;
+                    c.read_response_head(&mut response_head, spec.method).await
+                }
+            }
         }
         .await;
         if let Err(e) = exchange {

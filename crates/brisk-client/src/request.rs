@@ -180,7 +180,21 @@ pub(crate) fn signed_head(
     if !spec.body.is_empty() || matches!(spec.method, "PUT" | "POST") {
         headers.set_content_length(spec.body.len() as u64);
     }
+    if expects_continue(spec.body.len()) {
+        // Not signed: `Expect` is hop-by-hop, and proxies may drop it.
+        headers.append("expect", "100-continue")?;
+    }
     Ok(head)
+}
+
+/// Bodies from this size on are sent only after the server's `100 Continue`: 1 MiB, the size from
+/// which botocore asks for it. A refused request (bad signature, missing bucket, precondition) then
+/// costs one round trip instead of the whole body; below it, the round trip costs more than the body.
+pub const EXPECT_CONTINUE_THRESHOLD: usize = 1024 * 1024;
+
+/// Whether a body of `len` bytes waits for `100 Continue`.
+pub(crate) fn expects_continue(len: usize) -> bool {
+    len >= EXPECT_CONTINUE_THRESHOLD
 }
 
 #[cfg(test)]

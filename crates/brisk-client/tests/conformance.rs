@@ -158,6 +158,12 @@ async fn errors_are_typed_by_meaning() {
         let err = wrong_secret.get_bytes(&bucket, "exists").await.unwrap_err();
         assert!(matches!(err, Error::SignatureDoesNotMatch(_)), "{err:?}");
         assert!(err.to_string().contains("hint"), "{err}");
+        // A large body waits for 100 Continue, so the refusal comes before the body is sent.
+        let err = wrong_secret
+            .put(&bucket, "large", &pattern(2 * 1024 * 1024, 8))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::SignatureDoesNotMatch(_)), "{err:?}");
 
         let unknown_key = builder()
             .credentials(Credentials::new("NOSUCHACCESSKEY", "whatever"))

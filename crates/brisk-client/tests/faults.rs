@@ -29,6 +29,9 @@ enum Action {
     },
     /// Never answers.
     Silence,
+    /// A response sent as soon as the head has arrived, without reading the body (nor letting it
+    /// come: no `100 Continue`).
+    RefuseBeforeBody { status: u16, body: Vec<u8> },
     /// A complete response, then the connection is closed.
     RespondAndClose { status: u16, body: Vec<u8> },
 }
@@ -40,6 +43,8 @@ struct Seen {
     target: String,
     range: Option<String>,
     if_match: Option<String>,
+    expect: Option<String>,
+    body_received: u64,
     connection: usize,
 }
 
@@ -74,6 +79,27 @@ async fn serve_connection(
     let mut conn = HttpConnection::new(stream);
     let mut head = RequestHead::new();
     while let Ok(true) = conn.read_request_head(&mut head).await {
+        let index = {
+            let mut log = log.lock().unwrap();
+            log.push(Seen {
+                method: head.method().to_owned(),
+                target: head.target().to_owned(),
+                range: head.headers().get_str("range").map(str::to_owned),
+                if_match: head.headers().get_str("if-match").map(str::to_owned),
+                expect: head.headers().get_str("expect").map(str::to_owned),
+                body_received: 0,
+                connection,
+            });
+            log.len() - 1
+        };
+        let action = script(index, &head);
+        if let Action::RefuseBeforeBody { status, body } = &action {
+            // Answer from the head alone: no `100 Continue` goes out, so the body never comes.
+            let mut response = ResponseHead::with_status(*status).unwrap();
+            response.headers_mut().set_content_length(body.len() as u64);
+            let _ = conn.write_response(&response, body).await;
+            return;
+        }
         // Read the whole request body, however large (part uploads are megabytes).
         loop {
             match conn.body_chunk().await {
@@ -82,18 +108,9 @@ async fn serve_connection(
                 Err(_) => return,
             }
         }
-        let index = {
-            let mut log = log.lock().unwrap();
-            log.push(Seen {
-                method: head.method().to_owned(),
-                target: head.target().to_owned(),
-                range: head.headers().get_str("range").map(str::to_owned),
-                if_match: head.headers().get_str("if-match").map(str::to_owned),
-                connection,
-            });
-            log.len() - 1
-        };
-        match script(index, &head) {
+        log.lock().unwrap()[index].body_received = conn.body_received();
+        match action {
+            Action::RefuseBeforeBody { .. } => unreachable!("answered above"),
             Action::Respond {
                 status,
                 headers,
@@ -502,6 +519,49 @@ async fn a_failed_multipart_upload_is_aborted() {
         assert_eq!(methods, ["POST", "PUT", "DELETE"]);
         assert_eq!(seen[1].target, "/bucket/key?partNumber=1&uploadId=UP1");
         assert_eq!(seen[2].target, "/bucket/key?uploadId=UP1");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|i, _: &RequestHead| {
+            if i == 0 {
+                Action::RefuseBeforeBody {
+                    status: 403,
+                    body: b"<Error><Code>AccessDenied</Code><Message>no</Message></Error>".to_vec(),
+                }
+            } else {
+                object(b"", "\"put\"")
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let body = vec![5u8; brisk_client::request::EXPECT_CONTINUE_THRESHOLD];
+        let started = std::time::Instant::now();
+        let err = c.put("bucket", "key", &body).await.unwrap_err();
+        assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
+        // Refused at once, not after the continue wait.
+        assert!(
+            started.elapsed() < brisk_client::client::CONTINUE_WAIT,
+            "{:?}",
+            started.elapsed()
+        );
+        // The same body again: the server says 100 Continue and receives all of it.
+        c.put("bucket", "key", &body).await.unwrap();
+        // A small body does not ask.
+        c.put("bucket", "small", b"tiny").await.unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].expect.as_deref(), Some("100-continue"));
+        assert_eq!(seen[0].body_received, 0);
+        assert_eq!(seen[1].expect.as_deref(), Some("100-continue"));
+        assert_eq!(seen[1].body_received, body.len() as u64);
+        assert_eq!(seen[2].expect, None);
+        // The refused exchange left its connection unusable (the body was never sent); the next
+        // request opened a new one.
+        assert_ne!(seen[0].connection, seen[1].connection);
+        assert_eq!(seen[1].connection, seen[2].connection);
     })
     .await;
 }
