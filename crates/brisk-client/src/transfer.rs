@@ -22,7 +22,7 @@
 //! and renames it into place only when every part has arrived, so the destination never holds half
 //! an object. Every ranged GET of a download is pinned to the ETag read first (`If-Match`), so the
 //! file holds one version of the object, or the download fails with
-//! [`Error::ObjectChanged`](crate::Error::ObjectChanged).
+//! [`Error::ObjectChanged`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
