@@ -123,17 +123,21 @@ pub struct PutResult {
 /// A response whose head has been read; its body is still on the connection.
 pub(crate) struct Response {
     pub(crate) conn: PooledConnection,
-    pub(crate) head: ResponseHead,
 }
 
 impl Response {
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.head.headers().get_str(name)
+        self.head().headers().get_str(name)
     }
 
+    /// The response head.
+    pub(crate) fn head(&self) -> &ResponseHead {
+        self.conn.head()
+    }
+
+    /// Gives the connection back to the pool (if it can carry another request).
     pub(crate) fn release(self) {
-        let keep_alive = self.head.keep_alive();
-        self.conn.release(keep_alive);
+        self.conn.release();
     }
 }
 
@@ -259,16 +263,15 @@ impl Client {
             .await?;
         Counters::add(&self.inner.counters.requests_sent);
         let reused = conn.was_reused();
-        let mut response_head = ResponseHead::new();
         let exchange = async {
-            let c = conn.conn();
+            let (c, response_head) = conn.parts();
             if !expects_continue(spec.body.len()) {
                 c.write_request(&head, spec.body).await?;
-                return c.read_response_head(&mut response_head, spec.method).await;
+                return c.read_response_head(response_head, spec.method).await;
             }
             c.queue_request_head(&head);
             match c
-                .await_continue(&mut response_head, spec.method, CONTINUE_WAIT)
+                .await_continue(response_head, spec.method, CONTINUE_WAIT)
                 .await?
             {
                 // The server answered without wanting the body: that answer is the response.
@@ -276,7 +279,7 @@ impl Client {
                 ContinueOutcome::Continue | ContinueOutcome::TimedOut => {
                     c.write_body(spec.body).await?;
                     c.flush().await?;
-                    c.read_response_head(&mut response_head, spec.method).await
+                    c.read_response_head(response_head, spec.method).await
                 }
             }
         }
@@ -294,11 +297,8 @@ impl Client {
                 stale_reuse: stale,
             });
         }
-        let mut response = Response {
-            conn,
-            head: response_head,
-        };
-        let status = response.head.status();
+        let mut response = Response { conn };
+        let status = response.head().status();
         if (200..300).contains(&status) {
             return Ok(response);
         }
@@ -310,7 +310,7 @@ impl Client {
 
     /// Reads an error response's body (bounded) and turns it into an [`Error`].
     async fn error_from(&self, response: &mut Response) -> Error {
-        let status = response.head.status();
+        let status = response.head().status();
         let request_id = response.header("x-amz-request-id").map(str::to_owned);
         let body = read_error_body(response).await;
         let document = body
@@ -336,7 +336,7 @@ impl Client {
             .await?;
         let meta = ObjectMeta {
             content_length: response
-                .head
+                .head()
                 .content_length()?
                 .ok_or(Error::UnknownLength)?,
             etag: response.header("etag").map(str::to_owned),
@@ -447,11 +447,11 @@ impl Client {
             }
             other => other?,
         };
-        if response.head.status() != 206 && offset != 0 {
+        if response.head().status() != 206 && offset != 0 {
             return Err(Error::UnexpectedResponse {
                 what: format!(
                     "status {} to a ranged GET (expected 206 Partial Content)",
-                    response.head.status()
+                    response.head().status()
                 ),
             });
         }
@@ -520,11 +520,11 @@ impl Client {
             };
             let expected = (last - from + 1) as usize;
             let length = body_length(&response)?;
-            if response.head.status() != 206 || length != expected as u64 {
+            if response.head().status() != 206 || length != expected as u64 {
                 return Err(Error::UnexpectedResponse {
                     what: format!(
                         "resumed read got status {} with {length} bytes, expected 206 with {expected}",
-                        response.head.status()
+                        response.head().status()
                     ),
                 });
             }
@@ -765,7 +765,7 @@ fn body_length(response: &Response) -> Result<u64> {
 impl Response {
     fn conn_framing(&self) -> BodyFraming {
         // `incoming_framing` needs no mutable access; the pooled wrapper only hands out `&mut`.
-        self.head
+        self.head()
             .body_framing("GET")
             .unwrap_or(BodyFraming::UntilClose)
     }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use brisk_wire::http::{ConnectionConfig, HttpConnection, Limits};
+use brisk_wire::http::{ConnectionConfig, HttpConnection, Limits, ResponseHead};
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -156,7 +156,16 @@ impl std::fmt::Debug for PoolSettings {
 #[derive(Debug)]
 struct HostSlot {
     permits: Arc<Semaphore>,
-    idle: Mutex<Vec<(Connection, Instant)>>,
+    idle: Mutex<Vec<IdleConnection>>,
+}
+
+/// A kept-alive connection, with the response head it last parsed into (whose buffers the next
+/// response reuses) and the moment it went idle.
+#[derive(Debug)]
+struct IdleConnection {
+    conn: Connection,
+    head: ResponseHead,
+    since: Instant,
 }
 
 /// Keep-alive connections per `host:port`, at most `max_per_host` each.
@@ -204,10 +213,11 @@ impl ConnectionPool {
             .acquire_owned()
             .await
             .expect("pool semaphore is never closed");
-        if !fresh && let Some(conn) = self.take_idle(&slot) {
+        if !fresh && let Some(idle) = self.take_idle(&slot) {
             Counters::add(&self.counters.connections_reused);
             return Ok(PooledConnection {
-                conn: Some(conn),
+                conn: idle.conn,
+                head: idle.head,
                 slot,
                 _permit: permit,
                 reused: true,
@@ -216,18 +226,19 @@ impl ConnectionPool {
         let conn = self.connect(address, host, port).await?;
         Counters::add(&self.counters.connections_opened);
         Ok(PooledConnection {
-            conn: Some(conn),
+            conn,
+            head: ResponseHead::new(),
             slot,
             _permit: permit,
             reused: false,
         })
     }
 
-    fn take_idle(&self, slot: &HostSlot) -> Option<Connection> {
+    fn take_idle(&self, slot: &HostSlot) -> Option<IdleConnection> {
         let mut idle = slot.idle.lock().expect("pool lock poisoned");
-        while let Some((conn, since)) = idle.pop() {
-            if since.elapsed() < MAX_IDLE_TIME && !conn.get_ref().peer_gone() {
-                return Some(conn);
+        while let Some(candidate) = idle.pop() {
+            if candidate.since.elapsed() < MAX_IDLE_TIME && !candidate.conn.get_ref().peer_gone() {
+                return Some(candidate);
             }
             Counters::add(&self.counters.connections_discarded);
         }
@@ -301,7 +312,10 @@ impl ConnectionPool {
 /// read to the end; dropping it closes it (the right thing after an error or an unread body).
 #[derive(Debug)]
 pub(crate) struct PooledConnection {
-    conn: Option<Connection>,
+    conn: Connection,
+    /// The head of the response being read on this connection; kept with the connection so the next
+    /// response on it reuses its buffers.
+    head: ResponseHead,
     slot: Arc<HostSlot>,
     _permit: OwnedSemaphorePermit,
     reused: bool,
@@ -310,9 +324,17 @@ pub(crate) struct PooledConnection {
 impl PooledConnection {
     /// The connection.
     pub(crate) fn conn(&mut self) -> &mut Connection {
-        self.conn
-            .as_mut()
-            .expect("connection present until release")
+        &mut self.conn
+    }
+
+    /// The connection and the response head to parse into.
+    pub(crate) fn parts(&mut self) -> (&mut Connection, &mut ResponseHead) {
+        (&mut self.conn, &mut self.head)
+    }
+
+    /// The head of the response read last.
+    pub(crate) fn head(&self) -> &ResponseHead {
+        &self.head
     }
 
     /// Whether this connection carried an earlier request.
@@ -320,18 +342,21 @@ impl PooledConnection {
         self.reused
     }
 
-    /// Returns the connection to the idle list if both ends keep it alive and its last response was
-    /// read completely; otherwise closes it.
-    pub(crate) fn release(mut self, keep_alive: bool) {
-        if let Some(conn) = self.conn.take()
-            && keep_alive
-            && conn.is_reusable()
-        {
-            self.slot
-                .idle
+    /// Returns the connection to the idle list if both ends keep it alive (the response head says
+    /// so) and its last response was read completely; otherwise closes it.
+    pub(crate) fn release(self) {
+        let Self {
+            conn, head, slot, ..
+        } = self;
+        if head.keep_alive() && conn.is_reusable() {
+            slot.idle
                 .lock()
                 .expect("pool lock poisoned")
-                .push((conn, Instant::now()));
+                .push(IdleConnection {
+                    conn,
+                    head,
+                    since: Instant::now(),
+                });
         }
     }
 }

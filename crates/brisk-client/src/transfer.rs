@@ -307,7 +307,7 @@ impl Client {
         spec.payload = PayloadHash::of(&body);
         spec.body = &body;
         let mut response = self.send(&spec).await?;
-        let status = response.head.status();
+        let status = response.head().status();
         let request_id = response.header("x-amz-request-id").map(str::to_owned);
         let xml = read_small_body(&mut response).await?;
         response.release();
