@@ -1,0 +1,50 @@
+//! brisk's S3 client: transfers whose memory is known in advance.
+//!
+//! - A GET into memory allocates exactly `Content-Length` bytes once, paid from a [`MemoryBudget`]
+//!   that is a hard cap, and reads the body from the socket straight into them
+//!   ([`Client::get_bytes`]); [`Client::get_into`] reads into the caller's buffer and allocates nothing
+//!   on the body path.
+//! - Keep-alive connections are pooled with a per-host bound ([`pool`]); reuse is counted
+//!   ([`ClientMetrics`]).
+//! - Errors are typed by meaning ([`Error::NoSuchKey`], [`Error::PreconditionFailed`], ...) and carry
+//!   the S3 code, message, request id and a hint.
+//! - Retries are bounded, with exponential backoff and full jitter ([`RetryPolicy`]); a GET cut off
+//!   mid-body resumes with a ranged request pinned to the object's ETag.
+//! - Files move in parts from pooled blocks with a bounded number of parts in flight
+//!   ([`Client::upload`], [`Client::download`], see [`transfer`]).
+//! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), brisk_client::Error> {
+//! let client = brisk_client::Client::builder()
+//!     .endpoint("http://127.0.0.1:9000")
+//!     .build()?;
+//! client.put("bucket", "hello.txt", b"hello").await?;
+//! let bytes = client.get_bytes("bucket", "hello.txt").await?;
+//! assert_eq!(&bytes[..], b"hello");
+//! # Ok(()) }
+//! ```
+//!
+//! [`MemoryBudget`]: brisk_mem::MemoryBudget
+
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod list;
+pub mod metrics;
+pub mod pool;
+pub mod request;
+pub mod retry;
+mod tls;
+pub mod transfer;
+
+pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
+pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
+pub use error::{Error, Result, ServiceError};
+pub use list::{ListObjects, ListOptions, ListPage};
+pub use metrics::ClientMetrics;
+pub use retry::RetryPolicy;
+pub use transfer::{TransferOptions, UploadResult};
+
+/// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).
+pub use brisk_wire::sigv4::Credentials;

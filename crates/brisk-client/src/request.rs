@@ -1,0 +1,285 @@
+//! From an operation's parts (method, bucket, key, query, headers) to a signed request head: where it
+//! goes (host, path, addressing style) and what it carries.
+
+use std::time::SystemTime;
+
+use brisk_wire::http::RequestHead;
+use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, encode_key_path};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::config::{Addressing, Endpoint, is_virtual_host_compatible};
+use crate::error::Error;
+
+/// `User-Agent` sent with every request, so server logs can tell brisk's traffic apart.
+pub const USER_AGENT: &str = concat!("brisk/", env!("CARGO_PKG_VERSION"));
+
+/// Characters left as they are in a query component: SigV4's unreserved set `A-Za-z0-9-._~`.
+const QUERY_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Appends `name=value` (both percent-encoded) to a raw query string.
+pub(crate) fn push_query(query: &mut String, name: &str, value: &str) {
+    if !query.is_empty() {
+        query.push('&');
+    }
+    query.extend(utf8_percent_encode(name, QUERY_COMPONENT));
+    query.push('=');
+    query.extend(utf8_percent_encode(value, QUERY_COMPONENT));
+}
+
+/// One S3 request before it is addressed and signed.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestSpec<'a> {
+    pub(crate) method: &'static str,
+    pub(crate) bucket: Option<&'a str>,
+    pub(crate) key: Option<&'a str>,
+    /// Raw query, components already percent-encoded (see [`push_query`]).
+    pub(crate) query: String,
+    /// Headers to send and sign (lower-case names): `range`, `if-match`, checksums, ...
+    pub(crate) headers: Vec<(&'static str, String)>,
+    pub(crate) payload: PayloadHash,
+    pub(crate) body: &'a [u8],
+}
+
+impl<'a> RequestSpec<'a> {
+    pub(crate) fn new(method: &'static str, bucket: Option<&'a str>, key: Option<&'a str>) -> Self {
+        Self {
+            method,
+            bucket,
+            key,
+            query: String::new(),
+            headers: Vec::new(),
+            payload: PayloadHash::Sha256(EMPTY_SHA256_BYTES),
+            body: &[],
+        }
+    }
+
+    pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+/// SHA-256 of the empty payload, the payload hash of every bodiless request.
+const EMPTY_SHA256_BYTES: [u8; 32] = [
+    0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
+    0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55,
+];
+
+/// Where a request goes: the host to connect to, the `Host` header, and the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// Host name to connect to (a bucket's virtual host, or the endpoint's host).
+    pub(crate) host: String,
+    /// TCP port.
+    pub(crate) port: u16,
+    /// `Host` header value, also the pool's key for the connection.
+    pub(crate) host_header: String,
+    /// Request path, percent-encoded.
+    pub(crate) path: String,
+}
+
+/// Addresses `bucket`/`key` on `endpoint`.
+pub(crate) fn target(
+    endpoint: &Endpoint,
+    addressing: Addressing,
+    bucket: Option<&str>,
+    key: Option<&str>,
+) -> Target {
+    let key_path = key.map(encode_key_path);
+    let virtual_bucket = bucket.filter(|b| {
+        addressing == Addressing::VirtualHosted && is_virtual_host_compatible(b, endpoint.scheme)
+    });
+    let (host, path) = match (virtual_bucket, bucket) {
+        (Some(b), _) => (
+            format!("{b}.{}", endpoint.host),
+            key_path.unwrap_or_else(|| "/".to_owned()),
+        ),
+        (None, Some(b)) => (
+            endpoint.host.clone(),
+            match key_path {
+                Some(k) => format!("/{b}{k}"),
+                None => format!("/{b}"),
+            },
+        ),
+        (None, None) => (endpoint.host.clone(), "/".to_owned()),
+    };
+    Target {
+        host_header: endpoint.host_header(&host),
+        host,
+        port: endpoint.port,
+        path,
+    }
+}
+
+/// Checks what S3 requires of a key before anything is sent: 1 to 1,024 bytes of UTF-8.
+pub(crate) fn check_key(key: &str) -> Result<(), Error> {
+    if key.is_empty() || key.len() > 1024 {
+        return Err(Error::InvalidArgument {
+            what: format!(
+                "object keys are 1 to 1024 bytes long, this one is {}",
+                key.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a bucket name enough to keep it from breaking the request line or path (S3 validates it
+/// fully): 3 to 63 characters, no `/`, no whitespace or control characters.
+pub(crate) fn check_bucket(bucket: &str) -> Result<(), Error> {
+    let ok = (3..=63).contains(&bucket.len())
+        && !bucket
+            .bytes()
+            .any(|b| b == b'/' || b.is_ascii_whitespace() || b.is_ascii_control() || b >= 0x80);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            what: format!("{bucket:?} is not a valid bucket name (3 to 63 characters, no '/')"),
+        })
+    }
+}
+
+/// Builds and signs the head of `spec` for `target` at `now`.
+pub(crate) fn signed_head(
+    signer: &Signer,
+    spec: &RequestSpec<'_>,
+    target: &Target,
+    now: SystemTime,
+) -> Result<RequestHead, Error> {
+    let mut signed_headers: Vec<(&str, &[u8])> = Vec::with_capacity(spec.headers.len() + 1);
+    signed_headers.push(("host", target.host_header.as_bytes()));
+    signed_headers.extend(spec.headers.iter().map(|(n, v)| (*n, v.as_bytes())));
+    let request = SignableRequest {
+        method: spec.method,
+        path: &target.path,
+        query: &spec.query,
+        headers: &signed_headers,
+    };
+    let signed = signer.sign(&request, spec.payload, AmzDate::from_system_time(now)?)?;
+
+    let request_target = if spec.query.is_empty() {
+        target.path.clone()
+    } else {
+        format!("{}?{}", target.path, spec.query)
+    };
+    let mut head = RequestHead::with_request_line(spec.method, &request_target)?;
+    let headers = head.headers_mut();
+    headers.append("host", &target.host_header)?;
+    headers.append("user-agent", USER_AGENT)?;
+    for (name, value) in &spec.headers {
+        headers.append(name, value)?;
+    }
+    for (name, value) in signed.headers() {
+        headers.append(name, value)?;
+    }
+    if !spec.body.is_empty() || matches!(spec.method, "PUT" | "POST") {
+        headers.set_content_length(spec.body.len() as u64);
+    }
+    if expects_continue(spec.body.len()) {
+        // Not signed: `Expect` is hop-by-hop, and proxies may drop it.
+        headers.append("expect", "100-continue")?;
+    }
+    Ok(head)
+}
+
+/// Bodies from this size on are sent only after the server's `100 Continue`: 1 MiB, the size from
+/// which botocore asks for it. A refused request (bad signature, missing bucket, precondition) then
+/// costs one round trip instead of the whole body; below it, the round trip costs more than the body.
+pub const EXPECT_CONTINUE_THRESHOLD: usize = 1024 * 1024;
+
+/// Whether a body of `len` bytes waits for `100 Continue`.
+pub(crate) fn expects_continue(len: usize) -> bool {
+    len >= EXPECT_CONTINUE_THRESHOLD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brisk_wire::sigv4::{Credentials, EMPTY_SHA256};
+
+    #[test]
+    fn empty_payload_hash_constant_matches() {
+        assert_eq!(
+            PayloadHash::Sha256(EMPTY_SHA256_BYTES).header_value(),
+            EMPTY_SHA256
+        );
+    }
+
+    #[test]
+    fn path_style_and_virtual_hosted_targets() {
+        let local = Endpoint::parse("http://127.0.0.1:9000").unwrap();
+        let t = target(&local, Addressing::Path, Some("bkt"), Some("a b/c+d"));
+        assert_eq!(t.host, "127.0.0.1");
+        assert_eq!(t.host_header, "127.0.0.1:9000");
+        assert_eq!(t.path, "/bkt/a%20b/c%2Bd");
+        assert_eq!(
+            target(&local, Addressing::Path, Some("bkt"), None).path,
+            "/bkt"
+        );
+
+        let aws = Endpoint::aws("eu-west-1");
+        let t = target(&aws, Addressing::VirtualHosted, Some("bkt"), Some("k"));
+        assert_eq!(t.host, "bkt.s3.eu-west-1.amazonaws.com");
+        assert_eq!(t.host_header, "bkt.s3.eu-west-1.amazonaws.com");
+        assert_eq!(t.path, "/k");
+        // A dotted bucket can not be a TLS virtual host: path style.
+        let t = target(&aws, Addressing::VirtualHosted, Some("a.b.c"), Some("k"));
+        assert_eq!(t.host, "s3.eu-west-1.amazonaws.com");
+        assert_eq!(t.path, "/a.b.c/k");
+    }
+
+    #[test]
+    fn query_components_are_encoded() {
+        let mut q = String::new();
+        push_query(&mut q, "list-type", "2");
+        push_query(&mut q, "prefix", "a b/é+");
+        assert_eq!(q, "list-type=2&prefix=a%20b%2F%C3%A9%2B");
+    }
+
+    #[test]
+    fn signed_head_carries_signature_and_length() {
+        let signer = Signer::new(Credentials::new("AKID", "SECRET"), "us-east-1");
+        let endpoint = Endpoint::parse("http://localhost:9000").unwrap();
+        let t = target(&endpoint, Addressing::Path, Some("bkt"), Some("key"));
+        let mut spec =
+            RequestSpec::new("PUT", Some("bkt"), Some("key")).header("x-amz-meta-a", "1");
+        spec.body = b"hello";
+        spec.payload = PayloadHash::of(b"hello");
+        let head = signed_head(
+            &signer,
+            &spec,
+            &t,
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
+        )
+        .unwrap();
+        assert_eq!(head.target(), "/bkt/key");
+        let h = head.headers();
+        assert_eq!(h.get_str("host"), Some("localhost:9000"));
+        assert_eq!(h.get_str("content-length"), Some("5"));
+        assert_eq!(h.get_str("x-amz-date"), Some("20231114T221320Z"));
+        let auth = h.get_str("authorization").unwrap();
+        assert!(
+            auth.starts_with("AWS4-HMAC-SHA256 Credential=AKID/20231114/us-east-1/s3/aws4_request")
+        );
+        assert!(
+            auth.contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-meta-a"),
+            "{auth}"
+        );
+    }
+
+    #[test]
+    fn keys_and_buckets_are_checked() {
+        assert!(check_key("").is_err());
+        assert!(check_key(&"k".repeat(1025)).is_err());
+        assert!(check_key(&"k".repeat(1024)).is_ok());
+        assert!(check_bucket("ok-bucket").is_ok());
+        assert!(check_bucket("a/b").is_err());
+        assert!(check_bucket("x").is_err());
+        assert!(check_bucket("has space").is_err());
+    }
+}

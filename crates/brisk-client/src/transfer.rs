@@ -1,0 +1,483 @@
+//! Whole-file transfers: multipart upload from a file and parallel ranged download to a file.
+//!
+//! # Memory
+//!
+//! Each part in flight holds one pooled block of `part_size` rounded up to the pool's size class
+//! (8 MiB parts use 8 MiB blocks), taken from the client's [`BufferPool`](brisk_mem::BufferPool) and
+//! so paid from its memory budget; a part waits for its block when the budget is full. At most
+//! `parts_in_flight` parts are in flight, so a transfer holds at most
+//! `parts_in_flight × block_size(part_size)` bytes of buffers (4 × 8 MiB = 32 MiB by default),
+//! whatever the file's size. Blocks are recycled through the pool's free lists, so a long transfer
+//! allocates its blocks once.
+//!
+//! # Copies
+//!
+//! Upload: file → block (one read), block → socket (written from where it is). Download: socket →
+//! block (read straight into it), block → file (one positioned write).
+//!
+//! # Failure
+//!
+//! A failed upload aborts its multipart upload (so no parts linger and cost storage); a failed
+//! download removes its temporary file. A download writes to a temporary file beside the destination
+//! and renames it into place only when every part has arrived, so the destination never holds half
+//! an object. Every ranged GET of a download is pinned to the ETag read first (`If-Match`), so the
+//! file holds one version of the object, or the download fails with
+//! [`Error::ObjectChanged`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
+use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
+use brisk_wire::sigv4::PayloadHash;
+use brisk_wire::xml::{
+    CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorDocument,
+    InitiateMultipartUploadResult, XmlDocument,
+};
+use tokio::task::JoinSet;
+
+use crate::client::{Client, PayloadSigning, finish, read_small_body};
+use crate::error::{Error, Result, ServiceError};
+use crate::request::{RequestSpec, check_bucket, check_key, push_query};
+
+/// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
+/// is one block with nothing wasted). At 100 ms per request a part moves at 80 MiB/s per
+/// connection; throughput comes from parts in flight.
+pub const DEFAULT_PART_SIZE: usize = 8 * 1024 * 1024;
+
+/// Default parts in flight per transfer: 4, i.e. 32 MiB of buffers with the default part size. On
+/// loopback or a LAN a few connections saturate the link; raise it for high-latency links (the
+/// bandwidth-delay formula in `docs/memory.md`: 1.25 GB/s × 100 ms ≈ 15 parts of 8 MiB).
+pub const DEFAULT_PARTS_IN_FLIGHT: usize = 4;
+
+/// S3's smallest part (all but the last): 5 MiB.
+pub const MIN_PART_SIZE: usize = 5 * 1024 * 1024;
+
+/// S3's most parts per upload.
+pub const MAX_PARTS: u64 = 10_000;
+
+/// How a transfer is cut and scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransferOptions {
+    /// Bytes per part (uploads: at least [`MIN_PART_SIZE`]); at most the pool's largest block,
+    /// [`MAX_BLOCK_SIZE`] (8 MiB).
+    pub part_size: usize,
+    /// Parts in flight at once (at least 1).
+    pub parts_in_flight: usize,
+    /// How upload parts are protected.
+    pub payload_signing: PayloadSigning,
+}
+
+impl Default for TransferOptions {
+    fn default() -> Self {
+        Self {
+            part_size: DEFAULT_PART_SIZE,
+            parts_in_flight: DEFAULT_PARTS_IN_FLIGHT,
+            payload_signing: PayloadSigning::Auto,
+        }
+    }
+}
+
+impl TransferOptions {
+    fn check(&self, upload: bool) -> Result<()> {
+        let min = if upload { MIN_PART_SIZE } else { 1 };
+        if self.part_size < min || self.part_size > MAX_BLOCK_SIZE {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "part size {} is outside {min}..={MAX_BLOCK_SIZE} bytes",
+                    self.part_size
+                ),
+            });
+        }
+        if self.parts_in_flight == 0 {
+            return Err(Error::InvalidArgument {
+                what: "parts_in_flight must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What an upload produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadResult {
+    /// The object's ETag (`"<hex>-<parts>"` for a multipart upload).
+    pub etag: Option<String>,
+    /// Bytes uploaded.
+    pub size: u64,
+    /// Parts sent (1 for a file that fits in one part, sent as a single PUT).
+    pub parts: u32,
+}
+
+impl Client {
+    /// Uploads the file at `path` to `bucket`/`key`: one PUT if it fits in one part, else a multipart
+    /// upload with up to `parts_in_flight` parts in flight, each from a pooled block. On failure the
+    /// multipart upload is aborted.
+    pub async fn upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        path: &Path,
+        options: TransferOptions,
+    ) -> Result<UploadResult> {
+        check_bucket(bucket)?;
+        check_key(key)?;
+        options.check(true)?;
+        let file = std::fs::File::open(path).map_err(|e| file_error(path, "opening", e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| file_error(path, "reading the size of", e))?
+            .len();
+        let file = Arc::new(file);
+        let part_size = options.part_size as u64;
+        if size <= part_size {
+            let block = self.buffer_pool().get(size as usize).await?;
+            let block = read_part(&file, path, 0, block, size as usize).await?;
+            let put = self
+                .put_with(
+                    bucket,
+                    key,
+                    &block[..size as usize],
+                    &crate::PutOptions {
+                        payload_signing: options.payload_signing,
+                        ..crate::PutOptions::default()
+                    },
+                )
+                .await?;
+            return Ok(UploadResult {
+                etag: put.etag,
+                size,
+                parts: 1,
+            });
+        }
+        let parts = size.div_ceil(part_size);
+        if parts > MAX_PARTS {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "{size} bytes in parts of {part_size} would need {parts} parts; S3 allows {MAX_PARTS}"
+                ),
+            });
+        }
+        let upload_id = self.create_multipart_upload(bucket, key).await?;
+        let uploaded = self
+            .upload_parts(bucket, key, &upload_id, &file, path, size, options)
+            .await;
+        let completed = match uploaded {
+            Ok(parts) => {
+                self.complete_multipart_upload(bucket, key, &upload_id, parts)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match completed {
+            Ok(etag) => Ok(UploadResult {
+                etag: Some(etag),
+                size,
+                parts: parts as u32,
+            }),
+            Err(e) => {
+                // Best effort: the upload's failure is what the caller needs to see.
+                let _ = self.abort_multipart_upload(bucket, key, &upload_id).await;
+                Err(e)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn upload_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        file: &Arc<std::fs::File>,
+        path: &Path,
+        size: u64,
+        options: TransferOptions,
+    ) -> Result<Vec<CompletedPart>> {
+        let part_size = options.part_size as u64;
+        let count = size.div_ceil(part_size);
+        let mut done = Vec::with_capacity(count as usize);
+        let mut tasks: JoinSet<Result<CompletedPart>> = JoinSet::new();
+        let mut next = 0u64;
+        let signed = self.signs_payload(options.payload_signing);
+        while next < count || !tasks.is_empty() {
+            while next < count && tasks.len() < options.parts_in_flight {
+                let offset = next * part_size;
+                let len = part_size.min(size - offset) as usize;
+                let part_number = (next + 1) as u32;
+                let (client, bucket, key, upload_id, file, path) = (
+                    self.clone(),
+                    bucket.to_owned(),
+                    key.to_owned(),
+                    upload_id.to_owned(),
+                    Arc::clone(file),
+                    path.to_owned(),
+                );
+                tasks.spawn(async move {
+                    let block = client.buffer_pool().get(len).await?;
+                    let block = read_part(&file, &path, offset, block, len).await?;
+                    client
+                        .upload_part(
+                            &bucket,
+                            &key,
+                            &upload_id,
+                            part_number,
+                            &block[..len],
+                            signed,
+                        )
+                        .await
+                });
+                next += 1;
+            }
+            match tasks.join_next().await {
+                Some(Ok(Ok(part))) => done.push(part),
+                Some(Ok(Err(e))) => return Err(e),
+                Some(Err(join)) => {
+                    return Err(Error::UnexpectedResponse {
+                        what: format!("upload task failed: {join}"),
+                    });
+                }
+                None => {}
+            }
+        }
+        done.sort_by_key(|p| p.part_number);
+        Ok(done)
+    }
+
+    async fn create_multipart_upload(&self, bucket: &str, key: &str) -> Result<String> {
+        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key)).header(
+            "x-amz-checksum-algorithm",
+            ChecksumAlgorithm::Crc32c.s3_name(),
+        );
+        spec.query = "uploads=".into();
+        let mut response = self.send(&spec).await?;
+        let xml = read_small_body(&mut response).await?;
+        response.release();
+        Ok(InitiateMultipartUploadResult::parse(&xml)?.upload_id)
+    }
+
+    async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        data: &[u8],
+        signed: bool,
+    ) -> Result<CompletedPart> {
+        let checksum = Checksummer::checksum(ChecksumAlgorithm::Crc32c, data).to_base64();
+        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
+            .header(ChecksumAlgorithm::Crc32c.header_name(), checksum.clone());
+        push_query(&mut spec.query, "partNumber", &part_number.to_string());
+        push_query(&mut spec.query, "uploadId", upload_id);
+        spec.payload = if signed {
+            PayloadHash::of(data)
+        } else {
+            PayloadHash::Unsigned
+        };
+        spec.body = data;
+        let response = self.send(&spec).await?;
+        let etag = response.header("etag").map(str::to_owned).ok_or_else(|| {
+            Error::UnexpectedResponse {
+                what: format!("UploadPart {part_number} answered without an ETag"),
+            }
+        })?;
+        finish(response).await?;
+        let mut part = CompletedPart {
+            part_number,
+            etag,
+            ..CompletedPart::default()
+        };
+        part.checksums.set(ChecksumAlgorithm::Crc32c, checksum);
+        Ok(part)
+    }
+
+    async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: Vec<CompletedPart>,
+    ) -> Result<String> {
+        let body = CompleteMultipartUpload { parts }.to_vec()?;
+        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
+            .header("content-type", "application/xml");
+        push_query(&mut spec.query, "uploadId", upload_id);
+        spec.payload = PayloadHash::of(&body);
+        spec.body = &body;
+        let mut response = self.send(&spec).await?;
+        let status = response.head().status();
+        let request_id = response.header("x-amz-request-id").map(str::to_owned);
+        let xml = read_small_body(&mut response).await?;
+        response.release();
+        // S3 may answer 200 and then report a failure in the body (the head goes out before the
+        // parts are assembled).
+        if let Ok(document) = ErrorDocument::parse(&xml) {
+            return Err(Error::from_service(ServiceError::new(
+                status.max(500),
+                Some(document),
+                request_id,
+                &self.config().region,
+            )));
+        }
+        Ok(CompleteMultipartUploadResult::parse(&xml)?.etag)
+    }
+
+    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+        let mut spec = RequestSpec::new("DELETE", Some(bucket), Some(key));
+        push_query(&mut spec.query, "uploadId", upload_id);
+        let response = self.send(&spec).await?;
+        finish(response).await
+    }
+
+    /// Downloads `bucket`/`key` to `path` with up to `parts_in_flight` ranged GETs in flight, each
+    /// into a pooled block, all pinned to the object's ETag. The bytes go to a temporary file beside
+    /// `path`, renamed over it once complete. Returns the object's size.
+    pub async fn download(
+        &self,
+        bucket: &str,
+        key: &str,
+        path: &Path,
+        options: TransferOptions,
+    ) -> Result<u64> {
+        options.check(false)?;
+        let meta = self.head(bucket, key).await?;
+        let etag = meta.etag.ok_or_else(|| Error::UnexpectedResponse {
+            what: "HEAD answered without an ETag; a parallel download can not be pinned".into(),
+        })?;
+        let size = meta.content_length;
+        let temp = temp_path(path);
+        let result = self
+            .download_to(bucket, key, &etag, size, &temp, options)
+            .await
+            .and_then(|()| {
+                std::fs::rename(&temp, path).map_err(|e| file_error(path, "renaming into", e))
+            });
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        result.map(|()| size)
+    }
+
+    async fn download_to(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+        size: u64,
+        temp: &Path,
+        options: TransferOptions,
+    ) -> Result<()> {
+        let file = std::fs::File::create(temp).map_err(|e| file_error(temp, "creating", e))?;
+        file.set_len(size)
+            .map_err(|e| file_error(temp, "sizing", e))?;
+        let file = Arc::new(file);
+        let part_size = options.part_size as u64;
+        let count = size.div_ceil(part_size);
+        let mut tasks: JoinSet<Result<()>> = JoinSet::new();
+        let mut next = 0u64;
+        while next < count || !tasks.is_empty() {
+            while next < count && tasks.len() < options.parts_in_flight {
+                let offset = next * part_size;
+                let len = part_size.min(size - offset) as usize;
+                let (client, bucket, key, etag, file, temp) = (
+                    self.clone(),
+                    bucket.to_owned(),
+                    key.to_owned(),
+                    etag.to_owned(),
+                    Arc::clone(&file),
+                    temp.to_owned(),
+                );
+                tasks.spawn(async move {
+                    let mut block = client.buffer_pool().get(len).await?;
+                    let n = client
+                        .get_range_if_match(&bucket, &key, offset, &mut block[..len], &etag)
+                        .await?;
+                    if n != len {
+                        return Err(Error::UnexpectedResponse {
+                            what: format!("range at {offset} returned {n} of {len} bytes"),
+                        });
+                    }
+                    write_part(&file, &temp, offset, block, len).await
+                });
+                next += 1;
+            }
+            match tasks.join_next().await {
+                Some(Ok(Ok(()))) | None => {}
+                Some(Ok(Err(e))) => return Err(e),
+                Some(Err(join)) => {
+                    return Err(Error::UnexpectedResponse {
+                        what: format!("download task failed: {join}"),
+                    });
+                }
+            }
+        }
+        let file = Arc::clone(&file);
+        tokio::task::spawn_blocking(move || file.sync_all())
+            .await
+            .map_err(|e| Error::UnexpectedResponse {
+                what: format!("sync task failed: {e}"),
+            })?
+            .map_err(|e| file_error(temp, "syncing", e))
+    }
+}
+
+/// Reads `len` bytes at `offset` of `file` into the start of `block` on the blocking pool (file reads
+/// block); the block moves to the blocking thread and back, which moves a handle, not the bytes.
+async fn read_part(
+    file: &Arc<std::fs::File>,
+    path: &Path,
+    offset: u64,
+    mut block: PooledBlock,
+    len: usize,
+) -> Result<PooledBlock> {
+    use std::os::unix::fs::FileExt;
+    let file = Arc::clone(file);
+    let (block, result) = tokio::task::spawn_blocking(move || {
+        let result = file.read_exact_at(&mut block[..len], offset);
+        (block, result)
+    })
+    .await
+    .map_err(|e| Error::UnexpectedResponse {
+        what: format!("file read task failed: {e}"),
+    })?;
+    result.map_err(|e| file_error(path, "reading", e))?;
+    Ok(block)
+}
+
+/// Writes the first `len` bytes of `block` at `offset` of `file`, then returns the block to the pool.
+async fn write_part(
+    file: &Arc<std::fs::File>,
+    path: &Path,
+    offset: u64,
+    block: PooledBlock,
+    len: usize,
+) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = Arc::clone(file);
+    tokio::task::spawn_blocking(move || file.write_all_at(&block[..len], offset))
+        .await
+        .map_err(|e| Error::UnexpectedResponse {
+            what: format!("file write task failed: {e}"),
+        })?
+        .map_err(|e| file_error(path, "writing", e))
+}
+
+/// A temporary name beside `path`, unique within the process.
+fn temp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.brisk-{}-{n}.part", std::process::id()))
+}
+
+fn file_error(path: &Path, doing: &str, source: std::io::Error) -> Error {
+    Error::File {
+        what: format!("{doing} {}", path.display()),
+        source,
+    }
+}

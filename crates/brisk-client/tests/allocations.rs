@@ -1,0 +1,154 @@
+//! Counts heap allocations on the client's read paths against a real server, with a counting global
+//! allocator.
+//!
+//! Counting is per thread: the test runs on a current-thread runtime, so every allocation the client
+//! makes happens on the test's thread, and the server (another process) is not counted. The claims:
+//!
+//! - `get_into` allocates the same number of times for 128 KiB, 1 MiB and 64 MiB (a few socket reads
+//!   against more than a thousand): the body path allocates **nothing** per read; what remains is per
+//!   request (the signed head: 45 allocations, 3.7 KB, against MinIO). Objects of a
+//!   few bytes come with slightly different response headers from MinIO, so they are not compared.
+//! - `get_bytes` allocates the same number of times for 1 MiB and 64 MiB, and the bytes allocated
+//!   for 64 MiB are 64 MiB plus the same small per-request amount: one exact buffer, no growth.
+
+mod support;
+
+use std::time::Duration;
+
+use support::{bounded, client, new_bucket, pattern};
+
+#[allow(unsafe_code)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static TRACKING: Cell<bool> = const { Cell::new(false) };
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+        static BYTES: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Forwards to the system allocator and counts, on the current thread, the allocations (zeroed
+    /// ones and reallocations included) made while tracking is on.
+    pub struct CountingAllocator;
+
+    fn record(size: usize) {
+        // `try_with`: during thread teardown the thread-locals may be gone. The cells have no
+        // destructor, so reading them never allocates.
+        let _ = TRACKING.try_with(|tracking| {
+            if tracking.get() {
+                ALLOCATIONS.with(|n| n.set(n.get() + 1));
+                BYTES.with(|n| n.set(n.get() + size as u64));
+            }
+        });
+    }
+
+    // SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
+    // `GlobalAlloc` contract; the bookkeeping only touches thread-local `Cell`s without destructors,
+    // which neither allocate nor unwind.
+    unsafe impl GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            record(layout.size());
+            // SAFETY: the caller's layout is passed through unchanged.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            record(layout.size());
+            // SAFETY: as above; forwarding keeps calloc's untouched zero pages.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` was allocated by `System` with this layout.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            record(new_size);
+            // SAFETY: `ptr` was allocated by `System` with `layout`; the new size is the caller's.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Runs `future` with counting on; returns its output, the allocations and the bytes allocated.
+    pub async fn count<F: std::future::Future>(future: F) -> (F::Output, u64, u64) {
+        ALLOCATIONS.with(|n| n.set(0));
+        BYTES.with(|n| n.set(0));
+        TRACKING.with(|t| t.set(true));
+        let output = future.await;
+        TRACKING.with(|t| t.set(false));
+        (output, ALLOCATIONS.with(Cell::get), BYTES.with(Cell::get))
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::CountingAllocator = counting::CountingAllocator;
+
+const MIB: usize = 1024 * 1024;
+
+#[tokio::test(flavor = "current_thread")]
+async fn read_paths_allocate_per_request_not_per_byte() {
+    bounded(Duration::from_secs(120), async {
+        let c = client();
+        let bucket = new_bucket(&c, "allocations").await;
+        // Keys of equal length, so the per-request strings are the same size.
+        let objects = [
+            ("obj-128kb", 128 * 1024),
+            ("obj-1-mib", MIB),
+            ("obj-64mib", 64 * MIB),
+        ];
+        for (key, len) in objects {
+            c.put(&bucket, key, &pattern(len, 9)).await.unwrap();
+        }
+        let mut dst = vec![0u8; 64 * MIB];
+
+        // Warm-up: the connection, its read buffer and every lazily built structure.
+        for (key, _) in objects {
+            c.get_into(&bucket, key, &mut dst).await.unwrap();
+            drop(c.get_bytes(&bucket, key).await.unwrap());
+        }
+
+        let mut get_into = Vec::new();
+        for (key, len) in objects {
+            let (n, allocations, bytes) = counting::count(c.get_into(&bucket, key, &mut dst)).await;
+            assert_eq!(n.unwrap(), len);
+            get_into.push((len, allocations, bytes));
+        }
+        let mut get_bytes = Vec::new();
+        for (key, len) in &objects {
+            let (buf, allocations, bytes) = counting::count(c.get_bytes(&bucket, key)).await;
+            assert_eq!(buf.unwrap().len(), *len);
+            get_bytes.push((*len, allocations, bytes));
+        }
+        println!("get_into  (object bytes, allocations, bytes allocated): {get_into:?}");
+        println!("get_bytes (object bytes, allocations, bytes allocated): {get_bytes:?}");
+
+        let (_, base_allocs, _) = get_into[0];
+        for &(len, allocations, bytes) in &get_into {
+            assert_eq!(
+                allocations, base_allocs,
+                "get_into of {len} bytes: {get_into:?}"
+            );
+            // Per-request strings differ by a few digits (Content-Length, ETag), never by a buffer.
+            assert!(bytes < 16 * 1024, "get_into of {len} bytes: {get_into:?}");
+        }
+        let (_, small_allocs, small_bytes) = get_bytes[1];
+        let (_, large_allocs, large_bytes) = get_bytes[2];
+        assert_eq!(small_allocs, large_allocs, "{get_bytes:?}");
+        // The object's bytes plus the per-request overhead of get_into: one exact buffer, no growth.
+        assert!(
+            large_bytes - ((64 * MIB) as u64) < 16 * 1024,
+            "{get_bytes:?}"
+        );
+        assert!(small_bytes - (MIB as u64) < 16 * 1024, "{get_bytes:?}");
+        // And that overhead is the object's buffer (1 allocation) on top of get_into's.
+        assert_eq!(
+            small_allocs,
+            base_allocs + 1,
+            "{get_bytes:?} vs {get_into:?}"
+        );
+        assert_eq!(c.metrics().connections_opened, 1);
+    })
+    .await;
+}

@@ -1,0 +1,418 @@
+//! The client against a real S3 server (MinIO by default; see `support`): every operation, the typed
+//! errors, connection reuse and the per-host bound.
+
+mod support;
+
+use std::time::Duration;
+
+use brisk_client::{Credentials, Error, ListOptions, PutOptions};
+use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
+use support::{bounded, builder, client, new_bucket, pattern};
+
+const STEP: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn put_then_get_head_and_delete() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "roundtrip").await;
+        let body = pattern(300_000, 1);
+        let options = PutOptions {
+            content_type: Some("application/x-test".into()),
+            ..PutOptions::default()
+        };
+        let put = c
+            .put_with(&bucket, "dir/object one", &body, &options)
+            .await
+            .unwrap();
+        assert_eq!(
+            put.checksum_crc32c,
+            Checksummer::checksum(ChecksumAlgorithm::Crc32c, &body).to_base64()
+        );
+        assert!(put.etag.is_some());
+
+        let meta = c.head(&bucket, "dir/object one").await.unwrap();
+        assert_eq!(meta.content_length, body.len() as u64);
+        assert_eq!(meta.etag, put.etag);
+        assert_eq!(meta.content_type.as_deref(), Some("application/x-test"));
+        assert!(meta.last_modified.is_some());
+
+        let got = c.get_bytes(&bucket, "dir/object one").await.unwrap();
+        assert_eq!(got.len(), body.len());
+        assert_eq!(got.reservation().size(), body.len());
+        assert!(got[..] == body[..]);
+
+        c.delete(&bucket, "dir/object one").await.unwrap();
+        assert!(matches!(
+            c.head(&bucket, "dir/object one").await,
+            Err(Error::NoSuchKey(_))
+        ));
+        // Deleting what is not there succeeds, as in S3.
+        c.delete(&bucket, "dir/object one").await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unsigned_payload_with_checksum_and_empty_objects() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "unsigned").await;
+        let body = pattern(70_000, 2);
+        let options = PutOptions {
+            payload_signing: brisk_client::PayloadSigning::Unsigned,
+            ..PutOptions::default()
+        };
+        c.put_with(&bucket, "u", &body, &options).await.unwrap();
+        assert!(c.get_bytes(&bucket, "u").await.unwrap()[..] == body[..]);
+
+        c.put(&bucket, "empty", b"").await.unwrap();
+        assert_eq!(c.get_bytes(&bucket, "empty").await.unwrap().len(), 0);
+        let mut dst = [0u8; 4];
+        assert_eq!(c.get_into(&bucket, "empty", &mut dst).await.unwrap(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn get_into_and_ranges() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "ranges").await;
+        let body = pattern(200_000, 3);
+        c.put(&bucket, "obj", &body).await.unwrap();
+
+        let mut dst = vec![0u8; 250_000];
+        let n = c.get_into(&bucket, "obj", &mut dst).await.unwrap();
+        assert_eq!(n, body.len());
+        assert!(dst[..n] == body[..]);
+
+        let mut small = vec![0u8; 1000];
+        assert!(matches!(
+            c.get_into(&bucket, "obj", &mut small).await,
+            Err(Error::BufferTooSmall {
+                length: 200_000,
+                capacity: 1000
+            })
+        ));
+
+        let n = c
+            .get_range_into(&bucket, "obj", 5000, &mut small)
+            .await
+            .unwrap();
+        assert_eq!(n, 1000);
+        assert!(small[..] == body[5000..6000]);
+
+        // A range running past the end returns the tail.
+        let n = c
+            .get_range_into(&bucket, "obj", 199_500, &mut small)
+            .await
+            .unwrap();
+        assert_eq!(n, 500);
+        assert!(small[..500] == body[199_500..]);
+
+        assert!(matches!(
+            c.get_range_into(&bucket, "obj", 200_000, &mut small).await,
+            Err(Error::InvalidRange(_))
+        ));
+        // The client still works after all those errors.
+        assert_eq!(
+            c.head(&bucket, "obj").await.unwrap().content_length,
+            200_000
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn errors_are_typed_by_meaning() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "errors").await;
+        let err = c.get_bytes(&bucket, "missing").await.unwrap_err();
+        let Error::NoSuchKey(service) = &err else {
+            panic!("expected NoSuchKey, got {err:?}");
+        };
+        assert_eq!(service.code, "NoSuchKey");
+        assert_eq!(service.status, 404);
+        assert!(service.request_id.is_some(), "{service:?}");
+
+        assert!(matches!(
+            c.get_bytes("no-such-bucket-anywhere", "k").await,
+            Err(Error::NoSuchBucket(_))
+        ));
+        assert!(matches!(
+            c.create_bucket(&bucket).await,
+            Err(Error::BucketAlreadyExists(_))
+        ));
+
+        c.put(&bucket, "exists", b"x").await.unwrap();
+
+        let wrong_secret = builder()
+            .credentials(Credentials::new(support::ACCESS_KEY, "not-the-secret"))
+            .build()
+            .unwrap();
+        let err = wrong_secret.head(&bucket, "exists").await.unwrap_err();
+        // HEAD has no body, so only the status (403) is known.
+        assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
+        let err = wrong_secret.get_bytes(&bucket, "exists").await.unwrap_err();
+        assert!(matches!(err, Error::SignatureDoesNotMatch(_)), "{err:?}");
+        assert!(err.to_string().contains("hint"), "{err}");
+        // A large body waits for 100 Continue, so the refusal comes before the body is sent.
+        let err = wrong_secret
+            .put(&bucket, "large", &pattern(2 * 1024 * 1024, 8))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::SignatureDoesNotMatch(_)), "{err:?}");
+
+        let unknown_key = builder()
+            .credentials(Credentials::new("NOSUCHACCESSKEY", "whatever"))
+            .build()
+            .unwrap();
+        let err = unknown_key.get_bytes(&bucket, "exists").await.unwrap_err();
+        assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
+        assert_eq!(err.service_error().unwrap().code, "InvalidAccessKeyId");
+
+        let wrong_region = builder().region("eu-west-1").build().unwrap();
+        let err = wrong_region.get_bytes(&bucket, "exists").await.unwrap_err();
+        assert!(matches!(err, Error::WrongRegion(_)), "{err:?}");
+        assert!(err.to_string().contains("us-east-1"), "{err}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn conditional_put_refuses_to_overwrite() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "conditional").await;
+        let options = PutOptions {
+            if_none_match_any: true,
+            ..PutOptions::default()
+        };
+        c.put_with(&bucket, "once", b"first", &options)
+            .await
+            .unwrap();
+        let err = c
+            .put_with(&bucket, "once", b"second", &options)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::PreconditionFailed(_)), "{err:?}");
+        assert_eq!(&c.get_bytes(&bucket, "once").await.unwrap()[..], b"first");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn listing_pages_prefixes_and_odd_keys() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "listing").await;
+        let keys = [
+            "a/1",
+            "a/2",
+            "a/sub/3",
+            "b/4",
+            "plus+and space",
+            "unicode-é-ü-日本",
+            "percent%20literal",
+        ];
+        for key in keys {
+            c.put(&bucket, key, key.as_bytes()).await.unwrap();
+        }
+        let mut pages = c.list(
+            &bucket,
+            ListOptions {
+                max_keys: Some(2),
+                ..ListOptions::default()
+            },
+        );
+        let mut listed = Vec::new();
+        while let Some(page) = pages.next_page().await.unwrap() {
+            assert!(page.objects.len() <= 2);
+            listed.extend(page.objects.into_iter().map(|o| (o.key, o.size)));
+        }
+        assert_eq!(pages.pages_fetched(), 4);
+        let mut expected: Vec<_> = keys
+            .iter()
+            .map(|k| (k.to_string(), k.len() as u64))
+            .collect();
+        expected.sort();
+        assert_eq!(listed, expected);
+
+        let mut grouped = c.list(
+            &bucket,
+            ListOptions {
+                prefix: Some("a/".into()),
+                delimiter: Some("/".into()),
+                ..ListOptions::default()
+            },
+        );
+        let page = grouped.next_page().await.unwrap().unwrap();
+        let names: Vec<_> = page.objects.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(names, ["a/1", "a/2"]);
+        assert_eq!(page.common_prefixes, ["a/sub/"]);
+        assert!(grouped.next_page().await.unwrap().is_none());
+
+        for key in keys {
+            assert!(c.get_bytes(&bucket, key).await.unwrap()[..] == *key.as_bytes());
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn delete_many_in_batches() {
+    bounded(Duration::from_secs(180), async {
+        let c = client();
+        let bucket = new_bucket(&c, "deletemany").await;
+        // One more than a batch, so two DeleteObjects requests are needed.
+        let keys: Vec<String> = (0..brisk_client::client::DELETE_BATCH + 1)
+            .map(|i| format!("k/{i:05}"))
+            .collect();
+        let mut puts = tokio::task::JoinSet::new();
+        for chunk in keys.chunks(keys.len() / 8 + 1) {
+            let (c, bucket, chunk) = (c.clone(), bucket.clone(), chunk.to_vec());
+            puts.spawn(async move {
+                for key in chunk {
+                    c.put(&bucket, &key, b"x").await.unwrap();
+                }
+            });
+        }
+        while let Some(done) = puts.join_next().await {
+            done.unwrap();
+        }
+        let listed = c
+            .list(&bucket, ListOptions::default())
+            .collect_objects()
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), keys.len());
+
+        let result = c.delete_many(&bucket, &keys).await.unwrap();
+        assert!(result.errors.is_empty(), "{:?}", result.errors);
+        let listed = c
+            .list(&bucket, ListOptions::default())
+            .collect_objects()
+            .await
+            .unwrap();
+        assert!(listed.is_empty());
+        c.delete_bucket(&bucket).await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn presigned_urls_work_without_credentials() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "presign").await;
+        let put_url = c
+            .presign_put(&bucket, "via url", Duration::from_secs(300))
+            .unwrap();
+        let (status, _) = raw_request("PUT", &put_url, b"presigned body").await;
+        assert_eq!(status, 200, "{put_url}");
+        let get_url = c
+            .presign_get(&bucket, "via url", Duration::from_secs(300))
+            .unwrap();
+        let (status, body) = raw_request("GET", &get_url, b"").await;
+        assert_eq!(status, 200);
+        assert_eq!(body, b"presigned body");
+        // Tampering with the URL breaks the signature.
+        let (status, _) = raw_request("GET", &get_url.replace("via%20url", "other"), b"").await;
+        assert_eq!(status, 403);
+        assert!(matches!(
+            c.presign_get(&bucket, "k", Duration::from_secs(8 * 24 * 3600)),
+            Err(Error::Signing(_))
+        ));
+    })
+    .await;
+}
+
+/// Sends a request to a URL with a plain HTTP/1.1 connection, as any tool holding the URL would.
+async fn raw_request(method: &str, url: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    use brisk_wire::http::{HttpConnection, RequestHead, ResponseHead};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, target) = rest.split_at(rest.find('/').unwrap());
+    let stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let mut conn = HttpConnection::new(stream);
+    let mut head = RequestHead::with_request_line(method, target).unwrap();
+    head.headers_mut().append("host", authority).unwrap();
+    if method == "PUT" {
+        head.headers_mut().set_content_length(body.len() as u64);
+    }
+    conn.write_request(&head, body).await.unwrap();
+    let mut response = ResponseHead::new();
+    conn.read_response_head(&mut response, method)
+        .await
+        .unwrap();
+    let mut out = vec![0u8; 64 * 1024];
+    let n = conn.read_body_into(&mut out).await.unwrap();
+    out.truncate(n);
+    (response.status(), out)
+}
+
+#[tokio::test]
+async fn connections_are_reused() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "reuse").await;
+        c.put(&bucket, "k", &pattern(10_000, 4)).await.unwrap();
+        let before = c.metrics();
+        for _ in 0..10 {
+            c.get_bytes(&bucket, "k").await.unwrap();
+            c.head(&bucket, "k").await.unwrap();
+        }
+        let after = c.metrics();
+        assert_eq!(after.connections_opened, before.connections_opened);
+        assert_eq!(after.connections_reused - before.connections_reused, 20);
+        assert_eq!(after.requests_sent - before.requests_sent, 20);
+        assert_eq!(c.idle_connections(&bucket), 1);
+        // An error response with a body is read to its end, so the connection survives it too.
+        assert!(c.get_bytes(&bucket, "missing").await.is_err());
+        c.head(&bucket, "k").await.unwrap();
+        assert_eq!(c.metrics().connections_opened, before.connections_opened);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn connections_per_host_are_bounded() {
+    bounded(STEP, async {
+        let c = builder().max_connections_per_host(2).build().unwrap();
+        let bucket = new_bucket(&c, "bound").await;
+        c.put(&bucket, "k", &pattern(500_000, 5)).await.unwrap();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..12 {
+            let (c, bucket) = (c.clone(), bucket.clone());
+            tasks.spawn(async move { c.get_bytes(&bucket, "k").await.map(|b| b.len()) });
+        }
+        while let Some(result) = tasks.join_next().await {
+            assert_eq!(result.unwrap().unwrap(), 500_000);
+        }
+        let m = c.metrics();
+        assert!(m.connections_opened <= 2, "{m:?}");
+        assert_eq!(m.connections_opened + m.connections_reused, m.requests_sent);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn memory_budget_pays_for_get_bytes() {
+    bounded(STEP, async {
+        let budget = brisk_mem::MemoryBudget::new(1 << 20);
+        let c = builder().memory_budget(budget.clone()).build().unwrap();
+        let bucket = new_bucket(&c, "budget").await;
+        c.put(&bucket, "fits", &pattern(600_000, 6)).await.unwrap();
+        c.put(&bucket, "too-big", &pattern(2 << 20, 7))
+            .await
+            .unwrap();
+        let held = c.get_bytes(&bucket, "fits").await.unwrap();
+        assert_eq!(budget.reserved(), 600_000);
+        let err = c.get_bytes(&bucket, "too-big").await.unwrap_err();
+        assert!(matches!(err, Error::Memory(_)), "{err:?}");
+        drop(held);
+        assert_eq!(budget.reserved(), 0);
+    })
+    .await;
+}

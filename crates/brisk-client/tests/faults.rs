@@ -1,0 +1,567 @@
+//! Fault injection: a tiny S3 stand-in in the test process answers with scripted failures (503, a
+//! connection dropped mid-body, an object changed between requests, silence, a closed keep-alive
+//! connection) and records what the client sent, so retries, resumed reads and timeouts are checked
+//! request by request.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use brisk_client::{Client, Credentials, Error, RetryPolicy};
+use brisk_wire::http::{HttpConnection, RequestHead, ResponseHead};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// What the stand-in does with one request.
+#[derive(Debug, Clone)]
+enum Action {
+    /// A complete response.
+    Respond {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
+    },
+    /// Announces `Content-Length: declared`, sends `body`, then closes the connection.
+    CutOff {
+        status: u16,
+        declared: usize,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
+    },
+    /// Never answers.
+    Silence,
+    /// A response sent as soon as the head has arrived, without reading the body (nor letting it
+    /// come: no `100 Continue`).
+    RefuseBeforeBody { status: u16, body: Vec<u8> },
+    /// A complete response, then the connection is closed.
+    RespondAndClose { status: u16, body: Vec<u8> },
+}
+
+/// What the client sent.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    target: String,
+    range: Option<String>,
+    if_match: Option<String>,
+    expect: Option<String>,
+    body_received: u64,
+    connection: usize,
+}
+
+type Script = Arc<dyn Fn(usize, &RequestHead) -> Action + Send + Sync>;
+
+/// Starts the stand-in; returns its endpoint and the log of requests.
+async fn stand_in(script: Script) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    tokio::spawn(async move {
+        let mut connection = 0;
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            connection += 1;
+            let (script, log) = (Arc::clone(&script), Arc::clone(&log));
+            tokio::spawn(serve_connection(stream, connection, script, log));
+        }
+    });
+    (endpoint, seen)
+}
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    connection: usize,
+    script: Script,
+    log: Arc<Mutex<Vec<Seen>>>,
+) {
+    let mut conn = HttpConnection::new(stream);
+    let mut head = RequestHead::new();
+    while let Ok(true) = conn.read_request_head(&mut head).await {
+        let index = {
+            let mut log = log.lock().unwrap();
+            log.push(Seen {
+                method: head.method().to_owned(),
+                target: head.target().to_owned(),
+                range: head.headers().get_str("range").map(str::to_owned),
+                if_match: head.headers().get_str("if-match").map(str::to_owned),
+                expect: head.headers().get_str("expect").map(str::to_owned),
+                body_received: 0,
+                connection,
+            });
+            log.len() - 1
+        };
+        let action = script(index, &head);
+        if let Action::RefuseBeforeBody { status, body } = &action {
+            // Answer from the head alone: no `100 Continue` goes out, so the body never comes.
+            let mut response = ResponseHead::with_status(*status).unwrap();
+            response.headers_mut().set_content_length(body.len() as u64);
+            let _ = conn.write_response(&response, body).await;
+            return;
+        }
+        // Read the whole request body, however large (part uploads are megabytes).
+        loop {
+            match conn.body_chunk().await {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => return,
+            }
+        }
+        log.lock().unwrap()[index].body_received = conn.body_received();
+        match action {
+            Action::RefuseBeforeBody { .. } => unreachable!("answered above"),
+            Action::Respond {
+                status,
+                headers,
+                body,
+            } => {
+                let mut response = ResponseHead::with_status(status).unwrap();
+                for (name, value) in headers {
+                    response.headers_mut().append(name, value).unwrap();
+                }
+                response.headers_mut().set_content_length(body.len() as u64);
+                let body = if head.method() == "HEAD" {
+                    &[][..]
+                } else {
+                    &body[..]
+                };
+                if conn.write_response(&response, body).await.is_err() {
+                    return;
+                }
+            }
+            Action::CutOff {
+                status,
+                declared,
+                headers,
+                body,
+            } => {
+                let mut response = ResponseHead::with_status(status).unwrap();
+                for (name, value) in headers {
+                    response.headers_mut().append(name, value).unwrap();
+                }
+                response.headers_mut().set_content_length(declared as u64);
+                let _ = conn.write_response(&response, &body).await;
+                let _ = conn.get_mut().shutdown().await;
+                return;
+            }
+            Action::Silence => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            Action::RespondAndClose { status, body } => {
+                let mut response = ResponseHead::with_status(status).unwrap();
+                response.headers_mut().set_content_length(body.len() as u64);
+                let _ = conn.write_response(&response, &body).await;
+                return;
+            }
+        }
+    }
+}
+
+fn client(endpoint: &str, retry: RetryPolicy, read_timeout: Duration) -> Client {
+    Client::builder()
+        .endpoint(endpoint)
+        .credentials(Credentials::new("AKID", "SECRET"))
+        .region("us-east-1")
+        .retry(retry)
+        .read_timeout(read_timeout)
+        .build()
+        .unwrap()
+}
+
+fn fast_retries(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts,
+        initial_backoff: Duration::from_millis(2),
+        max_backoff: Duration::from_millis(20),
+    }
+}
+
+fn slow_down() -> Action {
+    Action::Respond {
+        status: 503,
+        headers: vec![("x-amz-request-id", "RID503".into())],
+        body: b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>".to_vec(),
+    }
+}
+
+fn object(body: &[u8], etag: &str) -> Action {
+    Action::Respond {
+        status: 200,
+        headers: vec![("etag", etag.into())],
+        body: body.to_vec(),
+    }
+}
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(LIMIT, future)
+        .await
+        .expect("test took longer than its limit")
+}
+
+#[tokio::test]
+async fn slow_down_then_success_is_retried() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|i, _: &RequestHead| {
+            if i == 0 {
+                slow_down()
+            } else {
+                object(b"payload", "\"e1\"")
+            }
+        }))
+        .await;
+        let c = client(&endpoint, fast_retries(3), LIMIT);
+        let got = c.get_bytes("bucket", "key").await.unwrap();
+        assert_eq!(&got[..], b"payload");
+        let m = c.metrics();
+        assert_eq!((m.requests_sent, m.retries), (2, 1));
+        // The 503 body was read, so the retry went over the same connection.
+        assert_eq!(m.connections_opened, 1);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert!(
+            seen.iter()
+                .all(|s| s.method == "GET" && s.target == "/bucket/key")
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn retries_are_bounded_and_the_last_error_is_typed() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| slow_down())).await;
+        let c = client(&endpoint, fast_retries(4), LIMIT);
+        let err = c.get_bytes("bucket", "key").await.unwrap_err();
+        let Error::Throttled(service) = &err else {
+            panic!("expected Throttled, got {err:?}");
+        };
+        assert_eq!(service.code, "SlowDown");
+        assert_eq!(service.request_id.as_deref(), Some("RID503"));
+        assert_eq!(seen.lock().unwrap().len(), 4);
+        assert_eq!(c.metrics().retries, 3);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn errors_that_cannot_change_are_not_retried() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::Respond {
+            status: 404,
+            headers: vec![],
+            body: b"<Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Key>key</Key></Error>".to_vec(),
+        }))
+        .await;
+        let c = client(&endpoint, fast_retries(5), LIMIT);
+        assert!(matches!(c.get_bytes("bucket", "key").await, Err(Error::NoSuchKey(_))));
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    })
+    .await;
+}
+
+fn object_bytes() -> Vec<u8> {
+    (0..100_000u32).map(|i| (i % 251) as u8).collect()
+}
+
+/// A GET cut off after 40,000 bytes; the continuation answers `resume` for the rest.
+fn cut_then(resume: fn(&RequestHead, &[u8]) -> Action) -> Script {
+    Arc::new(move |i, head: &RequestHead| {
+        let full = object_bytes();
+        if i == 0 {
+            Action::CutOff {
+                status: 200,
+                declared: full.len(),
+                headers: vec![("etag", "\"v1\"".into())],
+                body: full[..40_000].to_vec(),
+            }
+        } else {
+            resume(head, &full)
+        }
+    })
+}
+
+fn partial_if_unchanged(head: &RequestHead, full: &[u8]) -> Action {
+    if head.headers().get_str("if-match") != Some("\"v1\"") {
+        return Action::Respond {
+            status: 412,
+            headers: vec![],
+            body: b"<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>".to_vec(),
+        };
+    }
+    let range = head.headers().get_str("range").unwrap();
+    let (from, to) = range
+        .strip_prefix("bytes=")
+        .unwrap()
+        .split_once('-')
+        .unwrap();
+    let (from, to): (usize, usize) = (from.parse().unwrap(), to.parse().unwrap());
+    Action::Respond {
+        status: 206,
+        headers: vec![
+            ("etag", "\"v1\"".into()),
+            ("content-range", format!("bytes {from}-{to}/{}", full.len())),
+        ],
+        body: full[from..=to].to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn a_read_cut_mid_body_resumes_pinned_to_the_etag() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(cut_then(partial_if_unchanged)).await;
+        let c = client(&endpoint, fast_retries(3), LIMIT);
+        let got = c.get_bytes("bucket", "key").await.unwrap();
+        assert!(got[..] == object_bytes()[..]);
+        assert_eq!(c.metrics().resumed_reads, 1);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[1].range.as_deref(), Some("bytes=40000-99999"));
+        assert_eq!(seen[1].if_match.as_deref(), Some("\"v1\""));
+        assert_ne!(seen[0].connection, seen[1].connection);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_resumed_range_read_asks_only_for_its_own_bytes() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|i, head: &RequestHead| {
+            let full = object_bytes();
+            if i == 0 {
+                // The first ranged GET (bytes 10000..=59999) is cut after 5,000 bytes.
+                let mut action = partial_if_unchanged_v1(head, &full);
+                if let Action::Respond { body, headers, .. } = &mut action {
+                    return Action::CutOff {
+                        status: 206,
+                        declared: body.len(),
+                        headers: std::mem::take(headers),
+                        body: body[..5000].to_vec(),
+                    };
+                }
+                action
+            } else {
+                partial_if_unchanged(head, &full)
+            }
+        }))
+        .await;
+        let c = client(&endpoint, fast_retries(3), LIMIT);
+        let mut dst = vec![0u8; 50_000];
+        let n = c
+            .get_range_into("bucket", "key", 10_000, &mut dst)
+            .await
+            .unwrap();
+        assert_eq!(n, 50_000);
+        assert!(dst[..] == object_bytes()[10_000..60_000]);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].range.as_deref(), Some("bytes=10000-59999"));
+        assert_eq!(seen[1].range.as_deref(), Some("bytes=15000-59999"));
+        assert_eq!(seen[1].if_match.as_deref(), Some("\"v1\""));
+    })
+    .await;
+}
+
+/// A 206 for the requested range, without checking `If-Match` (the first request carries none).
+fn partial_if_unchanged_v1(head: &RequestHead, full: &[u8]) -> Action {
+    let mut pinned = RequestHead::with_request_line(head.method(), head.target()).unwrap();
+    for (name, value) in head.headers().iter() {
+        pinned.headers_mut().append(name, value).unwrap();
+    }
+    pinned.headers_mut().set("if-match", "\"v1\"").unwrap();
+    partial_if_unchanged(&pinned, full)
+}
+
+#[tokio::test]
+async fn an_object_changed_between_requests_is_not_mixed() {
+    bounded(async {
+        let (endpoint, _seen) = stand_in(cut_then(|_, _| Action::Respond {
+            status: 412,
+            headers: vec![],
+            body: b"<Error><Code>PreconditionFailed</Code><Message>changed</Message></Error>"
+                .to_vec(),
+        }))
+        .await;
+        let c = client(&endpoint, fast_retries(3), LIMIT);
+        let mut dst = vec![0u8; 100_000];
+        let err = c.get_into("bucket", "key", &mut dst).await.unwrap_err();
+        assert!(
+            matches!(err, Error::ObjectChanged { ref etag } if etag == "\"v1\""),
+            "{err:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cut_read_without_retries_is_a_clear_error() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(cut_then(partial_if_unchanged)).await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let err = c.get_bytes("bucket", "key").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Http(brisk_wire::http::HttpError::UnexpectedEof {
+                    expected: 100_000,
+                    received: 40_000
+                })
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("40000 of 100000"), "{err}");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::Silence)).await;
+        let c = client(&endpoint, fast_retries(2), Duration::from_millis(200));
+        let started = std::time::Instant::now();
+        let err = c.head("bucket", "key").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Http(brisk_wire::http::HttpError::HeadTimeout { .. })
+            ),
+            "{err:?}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        assert!(started.elapsed() < Duration::from_secs(5));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_keep_alive_connection_closed_by_the_server_is_replaced() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::RespondAndClose {
+            status: 200,
+            body: b"ok".to_vec(),
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        for _ in 0..3 {
+            assert_eq!(&c.get_bytes("bucket", "key").await.unwrap()[..], b"ok");
+            // Give the server's close time to arrive, as it would between real requests.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let m = c.metrics();
+        assert_eq!(m.connections_opened, 3, "{m:?}");
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn connecting_to_nothing_fails_clearly() {
+    bounded(async {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let c = client(&format!("http://127.0.0.1:{port}"), fast_retries(2), LIMIT);
+        let err = c.head("bucket", "key").await.unwrap_err();
+        assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+        assert!(err.to_string().contains(&port.to_string()), "{err}");
+        assert_eq!(c.metrics().retries, 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_multipart_upload_is_aborted() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            let target = head.target();
+            match head.method() {
+                "POST" if target.ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => Action::Respond {
+                    status: 500,
+                    headers: vec![],
+                    body: b"<Error><Code>InternalError</Code><Message>disk on fire</Message></Error>".to_vec(),
+                },
+                "DELETE" => Action::Respond {
+                    status: 204,
+                    headers: vec![],
+                    body: vec![],
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("f");
+        std::fs::write(&source, vec![7u8; 11 * 1024 * 1024]).unwrap();
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            ..brisk_client::TransferOptions::default()
+        };
+        let err = c.upload("bucket", "key", &source, options).await.unwrap_err();
+        assert!(matches!(err, Error::ServerError(_)), "{err:?}");
+        let seen = seen.lock().unwrap();
+        let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+        assert_eq!(methods, ["POST", "PUT", "DELETE"]);
+        assert_eq!(seen[1].target, "/bucket/key?partNumber=1&uploadId=UP1");
+        assert_eq!(seen[2].target, "/bucket/key?uploadId=UP1");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|i, _: &RequestHead| {
+            if i == 0 {
+                Action::RefuseBeforeBody {
+                    status: 403,
+                    body: b"<Error><Code>AccessDenied</Code><Message>no</Message></Error>".to_vec(),
+                }
+            } else {
+                object(b"", "\"put\"")
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let body = vec![5u8; brisk_client::request::EXPECT_CONTINUE_THRESHOLD];
+        let started = std::time::Instant::now();
+        let err = c.put("bucket", "key", &body).await.unwrap_err();
+        assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
+        // Refused at once, not after the continue wait.
+        assert!(
+            started.elapsed() < brisk_client::client::CONTINUE_WAIT,
+            "{:?}",
+            started.elapsed()
+        );
+        // The same body again: the server says 100 Continue and receives all of it.
+        c.put("bucket", "key", &body).await.unwrap();
+        // A small body does not ask.
+        c.put("bucket", "small", b"tiny").await.unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0].expect.as_deref(), Some("100-continue"));
+        assert_eq!(seen[0].body_received, 0);
+        assert_eq!(seen[1].expect.as_deref(), Some("100-continue"));
+        assert_eq!(seen[1].body_received, body.len() as u64);
+        assert_eq!(seen[2].expect, None);
+        // The refused exchange left its connection unusable (the body was never sent); the next
+        // request opened a new one.
+        assert_ne!(seen[0].connection, seen[1].connection);
+        assert_eq!(seen[1].connection, seen[2].connection);
+    })
+    .await;
+}

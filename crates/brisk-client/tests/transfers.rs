@@ -1,0 +1,158 @@
+//! File transfers against the test server: multipart upload from a file and parallel ranged download
+//! to a file, within a memory budget.
+
+mod support;
+
+use std::time::Duration;
+
+use brisk_client::{Error, TransferOptions};
+use support::{bounded, builder, client, new_bucket, pattern};
+
+const MIB: usize = 1024 * 1024;
+const STEP: Duration = Duration::from_secs(120);
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn multipart_upload_then_parallel_download() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "transfer").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.bin");
+        let body = pattern(21 * MIB + 12_345, 11);
+        std::fs::write(&source, &body).unwrap();
+
+        let options = TransferOptions {
+            part_size: 5 * MIB,
+            parts_in_flight: 3,
+            ..TransferOptions::default()
+        };
+        let uploaded = c.upload(&bucket, "big", &source, options).await.unwrap();
+        assert_eq!(uploaded.parts, 5);
+        assert_eq!(uploaded.size, body.len() as u64);
+        assert!(
+            uploaded.etag.as_deref().unwrap().ends_with("-5\""),
+            "{uploaded:?}"
+        );
+        assert!(c.get_bytes(&bucket, "big").await.unwrap()[..] == body[..]);
+
+        let target = dir.path().join("copy.bin");
+        let options = TransferOptions {
+            part_size: 3 * MIB,
+            parts_in_flight: 4,
+            ..TransferOptions::default()
+        };
+        let size = c.download(&bucket, "big", &target, options).await.unwrap();
+        assert_eq!(size, body.len() as u64);
+        assert!(std::fs::read(&target).unwrap() == body);
+        // No temporary file is left beside the result.
+        assert_eq!(entries(dir.path()), ["copy.bin", "source.bin"]);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_small_file_is_one_put() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "smallfile").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("small");
+        std::fs::write(&source, b"small file").unwrap();
+        let uploaded = c
+            .upload(&bucket, "s", &source, TransferOptions::default())
+            .await
+            .unwrap();
+        assert_eq!((uploaded.parts, uploaded.size), (1, 10));
+        assert_eq!(&c.get_bytes(&bucket, "s").await.unwrap()[..], b"small file");
+
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        c.upload(&bucket, "e", &empty, TransferOptions::default())
+            .await
+            .unwrap();
+        let target = dir.path().join("empty-copy");
+        assert_eq!(
+            c.download(&bucket, "e", &target, TransferOptions::default())
+                .await
+                .unwrap(),
+            0
+        );
+        assert_eq!(std::fs::read(&target).unwrap().len(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn transfers_stay_within_the_memory_budget() {
+    bounded(STEP, async {
+        // Two 8 MiB blocks' worth: a transfer asking for 6 parts in flight runs 2 at a time.
+        let budget = brisk_mem::MemoryBudget::new(16 * MIB);
+        let c = builder().memory_budget(budget.clone()).build().unwrap();
+        let bucket = new_bucket(&c, "budgeted").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let body = pattern(40 * MIB, 12);
+        std::fs::write(&source, &body).unwrap();
+        let options = TransferOptions {
+            part_size: 8 * MIB,
+            parts_in_flight: 6,
+            ..TransferOptions::default()
+        };
+        c.upload(&bucket, "k", &source, options).await.unwrap();
+        let target = dir.path().join("target");
+        c.download(&bucket, "k", &target, options).await.unwrap();
+        assert!(std::fs::read(&target).unwrap() == body);
+        let m = budget.metrics();
+        assert!(m.peak_reserved_bytes <= 16 * MIB, "{m:?}");
+        assert!(m.waits > 0, "the budget never made a part wait: {m:?}");
+        // One block per part (5 up, 5 down). While parts wait, returned blocks are freed rather
+        // than cached (the pool never makes anyone wait for its cache), so some are allocated anew.
+        assert_eq!(m.pool_blocks_allocated + m.pool_hits, 10, "{m:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_failed_download_leaves_nothing_behind() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "faileddl").await;
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("never");
+        let err = c
+            .download(&bucket, "missing", &target, TransferOptions::default())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::NoSuchKey(_)), "{err:?}");
+        assert!(entries(dir.path()).is_empty());
+
+        let bad = TransferOptions {
+            part_size: 1024,
+            ..TransferOptions::default()
+        };
+        assert!(matches!(
+            c.upload(&bucket, "k", &dir.path().join("x"), bad).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(matches!(
+            c.upload(
+                &bucket,
+                "k",
+                &dir.path().join("absent"),
+                TransferOptions::default()
+            )
+            .await,
+            Err(Error::File { .. })
+        ));
+    })
+    .await;
+}
