@@ -1,110 +1,48 @@
-//! `brisk`: the command-line tool. For now one subcommand, `serve`, runs the embedded S3 server.
+//! `brisk`: the command-line tool. `cp`, `ls`, `rm`, `mb`, `rb`, `cat` and `presign` in the AWS
+//! CLI's conventions (`aws s3 ...`), on `brisk-client`; `serve` runs the embedded S3 server.
+//!
+//! Errors print as one line on stderr (`brisk: <what failed>: <S3 code and message>; hint: ...`) and
+//! end the process with a code by kind of failure (see [`exit`]).
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
+mod args;
+mod commands;
+mod context;
+mod exit;
+mod filter;
+mod location;
+mod progress;
+mod raw;
+mod serve;
+mod size;
+mod stream;
+
 use std::process::ExitCode;
 
-use brisk_server::{AccessKey, Server, ServerConfig};
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "brisk",
-    version,
-    about = "Move objects to and from S3 with bounded memory"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Serve a directory as an S3-compatible endpoint.
-    Serve(ServeArgs),
-}
-
-#[derive(Debug, clap::Args)]
-struct ServeArgs {
-    /// Directory holding buckets, objects and metadata (created if missing).
-    #[arg(long)]
-    root: PathBuf,
-    /// Address to listen on; port 0 picks a free port.
-    #[arg(long, default_value = brisk_server::config::DEFAULT_LISTEN)]
-    listen: SocketAddr,
-    /// Access key id requests must be signed with (a random one is generated when neither key is given).
-    #[arg(long, env = "BRISK_ACCESS_KEY", requires = "secret_key")]
-    access_key: Option<String>,
-    /// Secret access key.
-    #[arg(
-        long,
-        env = "BRISK_SECRET_KEY",
-        requires = "access_key",
-        hide_env_values = true
-    )]
-    secret_key: Option<String>,
-    /// Region of the credential scope and of GetBucketLocation.
-    #[arg(long, default_value = brisk_server::config::DEFAULT_REGION)]
-    region: String,
-    /// Accept unsigned requests (local development only).
-    #[arg(long)]
-    anonymous: bool,
-    /// Base domain of virtual-hosted-style requests (bucket.<domain>).
-    #[arg(long, default_value = brisk_server::config::DEFAULT_BASE_DOMAIN)]
-    base_domain: String,
-    /// Read buffer per connection, e.g. 64KiB, 1MiB, 4096.
-    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
-    read_buffer_size: usize,
-    /// Do not fsync bodies and metadata (benchmarks and throwaway data only).
-    #[arg(long)]
-    no_fsync: bool,
-    /// ETags are CRC-64/NVME instead of MD5 (cheaper; clients comparing MD5s will disagree).
-    #[arg(long)]
-    no_md5_etag: bool,
-    /// Connections served at once.
-    #[arg(long, default_value_t = brisk_server::config::DEFAULT_MAX_CONNECTIONS)]
-    max_connections: usize,
-}
-
-/// Parses `64KiB`, `1MiB`, `4096`, `1GiB` (binary units; `K`, `KB` mean KiB too).
-fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: usize = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return Err(format!("unknown unit in {text:?} (use KiB, MiB or GiB)")),
-    };
-    n.checked_shl(shift)
-        .filter(|v| v >> shift == n)
-        .ok_or_else(|| format!("{text:?} is too large"))
-}
-
-/// A random key pair from the OS's randomness (std's hasher keys are seeded from it), printed at
-/// start so the user can configure a client.
-fn generate_key() -> AccessKey {
-    use std::hash::{BuildHasher, RandomState};
-    let word = || RandomState::new().hash_one(std::time::SystemTime::now());
-    let hex = |n: usize| {
-        (0..n)
-            .map(|_| format!("{:016x}", word()))
-            .collect::<String>()
-    };
-    AccessKey {
-        access_key_id: format!("BRISK{}", &hex(1)[..15].to_ascii_uppercase()),
-        secret_access_key: hex(3)[..40].to_owned(),
-    }
-}
+use crate::args::{Cli, Command};
+use crate::exit::CliError;
+use crate::filter::{FilterKind, Filters};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let Command::Serve(args) = cli.command;
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let filters = matches
+        .subcommand()
+        .map(|(_, sub)| filters_in_order(sub))
+        .unwrap_or_default();
+    if let Command::Completions(args) = &cli.command {
+        clap_complete::generate(
+            args.shell,
+            &mut Cli::command(),
+            "brisk",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -117,61 +55,41 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(args))
-}
-
-async fn serve(args: ServeArgs) -> ExitCode {
-    let (credentials, generated) = match (args.access_key, args.secret_key) {
-        (Some(access_key_id), Some(secret_access_key)) => (
-            AccessKey {
-                access_key_id,
-                secret_access_key,
-            },
-            false,
-        ),
-        _ => (generate_key(), true),
-    };
-    let mut config = ServerConfig::new(&args.root, Some(credentials.clone()));
-    config.listen = args.listen;
-    config.region = args.region;
-    config.anonymous = args.anonymous;
-    config.base_domain = args.base_domain;
-    config.read_buffer_size = args.read_buffer_size;
-    config.fsync = !args.no_fsync;
-    config.md5_etag = !args.no_md5_etag;
-    config.limits.max_connections = args.max_connections;
-    let server = match Server::bind(config).await {
-        Ok(s) => s,
+    if let Command::Serve(args) = cli.command {
+        return runtime.block_on(serve::serve(args));
+    }
+    match runtime.block_on(commands::run(cli.global, cli.command, filters)) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("brisk: {e}");
-            return ExitCode::FAILURE;
+            ExitCode::from(e.exit_code())
         }
-    };
-    println!("{}", server.url());
-    if args.anonymous {
-        println!("anonymous: requests are not authenticated");
-    } else {
-        let origin = if generated { "generated" } else { "configured" };
-        println!("access key: {} ({origin})", credentials.access_key_id);
-        println!("secret key: {}", credentials.secret_access_key);
     }
-    wait_for_signal().await;
-    server.shutdown().await;
-    ExitCode::SUCCESS
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// `--include` and `--exclude` merged in the order they were given (clap keeps each list apart, so
+/// the order comes from their argument indices).
+fn filters_in_order(sub: &ArgMatches) -> Filters {
+    let mut rules: Vec<(usize, FilterKind, String)> = Vec::new();
+    for (id, kind) in [
+        ("include", FilterKind::Include),
+        ("exclude", FilterKind::Exclude),
+    ] {
+        let Ok(Some(values)) = sub.try_get_many::<String>(id) else {
+            continue;
+        };
+        let Some(indices) = sub.indices_of(id) else {
+            continue;
+        };
+        rules.extend(indices.zip(values).map(|(i, v)| (i, kind, v.clone())));
+    }
+    rules.sort_by_key(|(i, _, _)| *i);
+    Filters::new(rules.into_iter().map(|(_, k, v)| (k, v)).collect())
+}
+
+impl From<String> for CliError {
+    fn from(usage: String) -> Self {
+        CliError::Usage(usage)
     }
 }
 
@@ -180,19 +98,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_with_binary_units() {
-        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_size("2k"), Ok(2048));
-        assert!(parse_size("12 parsecs").is_err());
-        assert!(parse_size("KiB").is_err());
+    fn filters_keep_command_line_order() {
+        let m = Cli::command().get_matches_from([
+            "brisk",
+            "cp",
+            "a",
+            "s3://b/",
+            "--recursive",
+            "--exclude",
+            "*",
+            "--include",
+            "*.txt",
+            "--exclude",
+            "tmp/*",
+        ]);
+        let (_, sub) = m.subcommand().unwrap();
+        let f = filters_in_order(sub);
+        assert!(f.selects("x.txt"));
+        assert!(!f.selects("x.bin"));
+        assert!(!f.selects("tmp/x.txt"));
     }
 
     #[test]
-    fn generated_keys_differ() {
-        let (a, b) = (generate_key(), generate_key());
-        assert_ne!(a.secret_access_key, b.secret_access_key);
-        assert_eq!(a.secret_access_key.len(), 40);
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -1,0 +1,248 @@
+//! The command line: global options and one struct per subcommand.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::size::parse_size;
+
+/// Default parts or ranges in flight per transfer: the client's `parts_in_flight` default (4 × 8 MiB
+/// keeps a 1 Gb/s link at 100 ms per request busy, and stays inside a 32 MiB budget).
+pub const DEFAULT_CONCURRENCY: usize = brisk_client::transfer::DEFAULT_PARTS_IN_FLIGHT;
+
+/// Default lifetime of a presigned URL: one hour, as the AWS CLI.
+pub const DEFAULT_PRESIGN_SECONDS: u64 = 3600;
+
+/// S3 refuses presigned URLs valid for more than 7 days.
+pub const MAX_PRESIGN_SECONDS: u64 = 7 * 24 * 3600;
+
+/// More requests in flight than this only queue for connections and budget.
+pub const MAX_CONCURRENCY: usize = 256;
+
+fn parse_concurrency(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?}: give a number from 1 to {MAX_CONCURRENCY}"
+        )),
+    }
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  brisk --endpoint-url http://127.0.0.1:9000 mb s3://photos
+  brisk cp ./holiday.jpg s3://photos/2026/holiday.jpg
+  brisk cp s3://photos/2026/holiday.jpg ./copy.jpg
+  brisk cp ./album s3://photos/album --recursive --exclude '*' --include '*.jpg'
+  tar c ./album | brisk cp - s3://photos/album.tar --max-memory 64MiB
+  brisk cp s3://photos/album.tar - | tar t
+  brisk ls s3://photos --recursive --human-readable --summarize
+  brisk presign s3://photos/2026/holiday.jpg --expires-in 600
+  brisk serve --root ./data --listen 127.0.0.1:9000
+
+Exit codes: 0 ok, 1 S3 error, 2 usage, 3 not found, 4 auth, 5 network, 6 local I/O.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "brisk",
+    version,
+    about = "Move objects to and from S3 with bounded memory",
+    after_help = EXAMPLES
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command accepts (before or after the subcommand).
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile, or AWS).
+    #[arg(long, global = true, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+    /// Region requests are signed for (default: AWS_REGION, the profile, us-east-1).
+    #[arg(long, global = true)]
+    pub region: Option<String>,
+    /// Profile of ~/.aws/credentials and ~/.aws/config (default: AWS_PROFILE, then "default").
+    #[arg(long, global = true)]
+    pub profile: Option<String>,
+    /// Do not look for credentials; for public buckets and anonymous servers.
+    #[arg(long, global = true)]
+    pub no_sign_request: bool,
+    /// Hard cap on the memory transfers buffer, e.g. 256MiB (default 1GiB).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub max_memory: Option<usize>,
+    /// Parts or ranges in flight per transfer.
+    #[arg(long, global = true, default_value_t = DEFAULT_CONCURRENCY, value_parser = parse_concurrency)]
+    pub concurrency: usize,
+    /// Multipart part size and streaming range size, e.g. 8MiB (5MiB .. 8MiB for streams).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size,
+          default_value = "8MiB")]
+    pub part_size: usize,
+    /// Print results as JSON (one document per line).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print nothing but errors; no progress bars.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Copy files and objects: local to s3://, s3:// to local, s3:// to s3://, - for stdin/stdout.
+    Cp(CpArgs),
+    /// List buckets, or objects and prefixes under s3://bucket[/prefix].
+    Ls(LsArgs),
+    /// Delete an object, or every object under a prefix with --recursive.
+    Rm(RmArgs),
+    /// Make a bucket.
+    Mb(BucketArgs),
+    /// Remove a bucket (--force: delete its objects first).
+    Rb(RbArgs),
+    /// Write an object to stdout.
+    Cat(CatArgs),
+    /// Print a presigned URL for an object.
+    Presign(PresignArgs),
+    /// Print a shell completion script.
+    Completions(CompletionArgs),
+    /// Serve a directory as an S3-compatible endpoint.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CpArgs {
+    /// Source: a local path, s3://bucket/key, or - (stdin).
+    pub source: String,
+    /// Destination: a local path, s3://bucket/key, or - (stdout).
+    pub destination: String,
+    /// Copy every file under a directory or every object under a prefix.
+    #[arg(long)]
+    pub recursive: bool,
+    /// Select paths matching a glob again (applied in order with --exclude; the last match wins).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out paths matching a glob (applied in order with --include; the last match wins).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Print what would be copied, copy nothing.
+    #[arg(long)]
+    pub dryrun: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// s3://bucket[/prefix]; none lists the buckets.
+    pub path: Option<String>,
+    /// Every object under the prefix, not only the first level.
+    #[arg(long)]
+    pub recursive: bool,
+    /// Sizes as 1.5 KiB, 3.0 MiB.
+    #[arg(long)]
+    pub human_readable: bool,
+    /// Print the number of objects and their total size at the end.
+    #[arg(long)]
+    pub summarize: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// s3://bucket/key, or s3://bucket[/prefix] with --recursive.
+    pub path: String,
+    /// Delete every object under the prefix.
+    #[arg(long)]
+    pub recursive: bool,
+    /// Select keys matching a glob again (with --recursive; the last match wins).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out keys matching a glob (with --recursive; the last match wins).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Print what would be deleted, delete nothing.
+    #[arg(long)]
+    pub dryrun: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BucketArgs {
+    /// s3://bucket
+    pub bucket: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RbArgs {
+    /// s3://bucket
+    pub bucket: String,
+    /// Delete every object in the bucket first.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// s3://bucket/key
+    pub path: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PresignArgs {
+    /// s3://bucket/key
+    pub path: String,
+    /// Seconds the URL stays valid (1 .. 604800).
+    #[arg(long, default_value_t = DEFAULT_PRESIGN_SECONDS,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_PRESIGN_SECONDS))]
+    pub expires_in: u64,
+    /// A URL to PUT the object with, instead of GET.
+    #[arg(long)]
+    pub put: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Directory holding buckets, objects and metadata (created if missing).
+    #[arg(long)]
+    pub root: PathBuf,
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, default_value = brisk_server::config::DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Access key id requests must be signed with (a random one is generated when neither key is given).
+    #[arg(long, env = "BRISK_ACCESS_KEY", requires = "secret_key")]
+    pub access_key: Option<String>,
+    /// Secret access key.
+    #[arg(
+        long,
+        env = "BRISK_SECRET_KEY",
+        requires = "access_key",
+        hide_env_values = true
+    )]
+    pub secret_key: Option<String>,
+    /// Region of the credential scope and of GetBucketLocation.
+    #[arg(long, default_value = brisk_server::config::DEFAULT_REGION)]
+    pub region: String,
+    /// Accept unsigned requests (local development only).
+    #[arg(long)]
+    pub anonymous: bool,
+    /// Base domain of virtual-hosted-style requests (bucket.<domain>).
+    #[arg(long, default_value = brisk_server::config::DEFAULT_BASE_DOMAIN)]
+    pub base_domain: String,
+    /// Read buffer per connection, e.g. 64KiB, 1MiB, 4096.
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    pub read_buffer_size: usize,
+    /// Do not fsync bodies and metadata (benchmarks and throwaway data only).
+    #[arg(long)]
+    pub no_fsync: bool,
+    /// ETags are CRC-64/NVME instead of MD5 (cheaper; clients comparing MD5s will disagree).
+    #[arg(long)]
+    pub no_md5_etag: bool,
+    /// Connections served at once.
+    #[arg(long, default_value_t = brisk_server::config::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+}

@@ -1,0 +1,626 @@
+//! The S3 commands: what each does, in the AWS CLI's conventions, on `brisk-client`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use brisk_client::{ListOptions, ListPage};
+use brisk_wire::xml::ObjectEntry;
+use serde_json::json;
+use time::OffsetDateTime;
+use time::macros::format_description;
+
+use crate::args::{
+    BucketArgs, CatArgs, Command, CpArgs, GlobalArgs, LsArgs, PresignArgs, RbArgs, RmArgs,
+};
+use crate::context::Context;
+use crate::exit::CliError;
+use crate::filter::Filters;
+use crate::location::{Location, S3Url};
+use crate::progress::Progress;
+use crate::size::human;
+use crate::stream;
+
+/// Runs an S3 command (`serve` and `completions` are handled before a client exists).
+pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Result<(), CliError> {
+    let ctx = Context::new(&global)?;
+    match command {
+        Command::Cp(a) => cp(&ctx, a, &filters).await,
+        Command::Ls(a) => ls(&ctx, a).await,
+        Command::Rm(a) => rm(&ctx, a, &filters).await,
+        Command::Mb(a) => mb(&ctx, a).await,
+        Command::Rb(a) => rb(&ctx, a).await,
+        Command::Cat(a) => cat(&ctx, a).await,
+        Command::Presign(a) => presign(&ctx, a),
+        Command::Completions(_) | Command::Serve(_) => unreachable!("handled in main"),
+    }
+}
+
+// ----- cp --------------------------------------------------------------------------------------
+
+/// One copy to make.
+#[derive(Debug)]
+enum Copy {
+    Upload(PathBuf, S3Url, u64),
+    Download(S3Url, PathBuf, u64),
+    ServerSide(S3Url, S3Url, u64),
+}
+
+impl Copy {
+    fn describe(&self) -> (&'static str, String, String, u64) {
+        match self {
+            Copy::Upload(p, u, n) => ("upload", p.display().to_string(), u.to_string(), *n),
+            Copy::Download(u, p, n) => ("download", u.to_string(), p.display().to_string(), *n),
+            Copy::ServerSide(a, b, n) => ("copy", a.to_string(), b.to_string(), *n),
+        }
+    }
+}
+
+async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError> {
+    let src = Location::parse(&a.source)?;
+    let dst = Location::parse(&a.destination)?;
+    let label = format!("cp {} {}", a.source, a.destination);
+    match (&src, &dst) {
+        (Location::Stream, Location::S3(url)) if !a.recursive => {
+            if a.dryrun {
+                return dry(ctx, "upload", "-", &url.to_string());
+            }
+            if url.key.is_empty() || url.key.ends_with('/') {
+                return Err(CliError::Usage(format!(
+                    "{label}: uploading stdin needs a full key (s3://bucket/key)"
+                )));
+            }
+            let n = stream::stdin_to_object(ctx, url).await?;
+            ctx.report(
+                || format!("upload: - to {url}"),
+                || json!({"action": "upload", "source": "-", "destination": url.to_string(), "size": n}),
+            );
+            Ok(())
+        }
+        (Location::S3(url), Location::Stream) if !a.recursive => {
+            if a.dryrun {
+                return dry(ctx, "download", &url.to_string(), "-");
+            }
+            stream::object_to_stdout(ctx, url).await.map(|_| ())
+        }
+        (Location::Stream, _) | (_, Location::Stream) => Err(CliError::Usage(format!(
+            "{label}: - streams one object between stdin/stdout and s3:// (not with --recursive)"
+        ))),
+        (Location::Local(_), Location::Local(_)) => Err(CliError::Usage(format!(
+            "{label}: at least one side must be an s3:// URL"
+        ))),
+        _ => {
+            let plan = if a.recursive {
+                plan_recursive(ctx, &src, &dst, filters).await?
+            } else {
+                vec![plan_single(ctx, &src, &dst).await?]
+            };
+            if a.recursive && plan.is_empty() {
+                if !ctx.quiet && !ctx.json {
+                    eprintln!("brisk: {label}: nothing to copy");
+                }
+                return Ok(());
+            }
+            execute(ctx, plan, a.dryrun).await
+        }
+    }
+}
+
+fn dry(ctx: &Context, action: &str, from: &str, to: &str) -> Result<(), CliError> {
+    ctx.report(
+        || format!("(dryrun) {action}: {from} to {to}"),
+        || json!({"action": action, "source": from, "destination": to, "dryrun": true}),
+    );
+    Ok(())
+}
+
+/// The copy of one file or object; a destination ending in `/` (or an existing directory) receives
+/// the source's name.
+async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Copy, CliError> {
+    match (src, dst) {
+        (Location::Local(path), Location::S3(url)) => {
+            let meta = std::fs::metadata(path)
+                .map_err(|e| CliError::local(format!("read {}", path.display()), e))?;
+            if meta.is_dir() {
+                return Err(CliError::Usage(format!(
+                    "{} is a directory (use --recursive)",
+                    path.display()
+                )));
+            }
+            let key = if url.key.is_empty() || url.key.ends_with('/') {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                format!("{}{name}", url.key)
+            } else {
+                url.key.clone()
+            };
+            Ok(Copy::Upload(path.clone(), url.with_key(key), meta.len()))
+        }
+        (Location::S3(url), Location::Local(path)) => {
+            require_key(url)?;
+            let meta = ctx
+                .client
+                .head(&url.bucket, &url.key)
+                .await
+                .map_err(|e| CliError::s3(format!("cp {url}"), e))?;
+            let into_dir = path.is_dir() || path.to_string_lossy().ends_with('/');
+            let target = if into_dir {
+                path.join(url.file_name())
+            } else {
+                path.clone()
+            };
+            Ok(Copy::Download(url.clone(), target, meta.content_length))
+        }
+        (Location::S3(from), Location::S3(to)) => {
+            require_key(from)?;
+            let meta = ctx
+                .client
+                .head(&from.bucket, &from.key)
+                .await
+                .map_err(|e| CliError::s3(format!("cp {from}"), e))?;
+            let key = if to.key.is_empty() || to.key.ends_with('/') {
+                format!("{}{}", to.key, from.file_name())
+            } else {
+                to.key.clone()
+            };
+            Ok(Copy::ServerSide(
+                from.clone(),
+                to.with_key(key),
+                meta.content_length,
+            ))
+        }
+        _ => Err(CliError::Usage("unsupported copy".into())),
+    }
+}
+
+fn require_key(url: &S3Url) -> Result<(), CliError> {
+    if url.key.is_empty() || url.key.ends_with('/') {
+        return Err(CliError::Usage(format!(
+            "{url} names a prefix, not an object (use --recursive)"
+        )));
+    }
+    Ok(())
+}
+
+/// The prefix a recursive command works under: `dir` means `dir/`, as a directory would.
+fn as_prefix(key: &str) -> String {
+    if key.is_empty() || key.ends_with('/') {
+        key.to_owned()
+    } else {
+        format!("{key}/")
+    }
+}
+
+/// Every copy of a recursive `cp`, filtered.
+async fn plan_recursive(
+    ctx: &Context,
+    src: &Location,
+    dst: &Location,
+    filters: &Filters,
+) -> Result<Vec<Copy>, CliError> {
+    let mut plan = Vec::new();
+    match (src, dst) {
+        (Location::Local(dir), Location::S3(url)) => {
+            let prefix = as_prefix(&url.key);
+            let mut files = Vec::new();
+            walk(dir, "", &mut files)?;
+            for (relative, path, size) in files {
+                if filters.selects(&relative) {
+                    plan.push(Copy::Upload(
+                        path,
+                        url.with_key(format!("{prefix}{relative}")),
+                        size,
+                    ));
+                }
+            }
+        }
+        (Location::S3(url), _) => {
+            let prefix = as_prefix(&url.key);
+            for entry in list_all(ctx, url, &prefix).await? {
+                let relative = entry.key[prefix.len()..].to_owned();
+                if relative.is_empty() || relative.ends_with('/') || !filters.selects(&relative) {
+                    continue;
+                }
+                let from = url.with_key(entry.key.clone());
+                plan.push(match dst {
+                    Location::Local(dir) => Copy::Download(from, dir.join(&relative), entry.size),
+                    Location::S3(to) => Copy::ServerSide(
+                        from,
+                        to.with_key(format!("{}{relative}", as_prefix(&to.key))),
+                        entry.size,
+                    ),
+                    Location::Stream => unreachable!("refused before planning"),
+                });
+            }
+        }
+        _ => return Err(CliError::Usage("unsupported recursive copy".into())),
+    }
+    Ok(plan)
+}
+
+/// Files under `dir` (recursively, sorted), as (`/`-separated relative path, path, size).
+fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Result<(), CliError> {
+    let what = || format!("read directory {}", dir.display());
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| CliError::local(what(), e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| CliError::local(what(), e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = if relative.is_empty() {
+            name
+        } else {
+            format!("{relative}/{name}")
+        };
+        let path = entry.path();
+        let meta =
+            std::fs::metadata(&path).map_err(|e| CliError::local(path.display().to_string(), e))?;
+        if meta.is_dir() {
+            walk(&path, &rel, out)?;
+        } else if meta.is_file() {
+            out.push((rel, path, meta.len()));
+        }
+    }
+    Ok(())
+}
+
+/// Every object under `prefix`, page by page.
+async fn list_all(ctx: &Context, url: &S3Url, prefix: &str) -> Result<Vec<ObjectEntry>, CliError> {
+    let mut listing = ctx.client.list(
+        &url.bucket,
+        ListOptions {
+            prefix: (!prefix.is_empty()).then(|| prefix.to_owned()),
+            ..ListOptions::default()
+        },
+    );
+    let mut all = Vec::new();
+    while let Some(page) = next_page(&mut listing, url).await? {
+        all.extend(page.objects);
+    }
+    Ok(all)
+}
+
+async fn next_page(
+    listing: &mut brisk_client::ListObjects,
+    url: &S3Url,
+) -> Result<Option<ListPage>, CliError> {
+    listing
+        .next_page()
+        .await
+        .map_err(|e| CliError::s3(format!("list {url}"), e))
+}
+
+/// Makes the copies one after another (each moves its parts `--concurrency` at a time), reporting
+/// each; a failed copy is reported and the others still run.
+async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), CliError> {
+    if dryrun {
+        for copy in &plan {
+            let (action, from, to, _) = copy.describe();
+            dry(ctx, action, &from, &to)?;
+        }
+        return Ok(());
+    }
+    let total_bytes = plan.iter().map(|c| c.describe().3).sum();
+    let progress = Progress::new(Some(total_bytes), "cp", ctx.quiet);
+    let total = plan.len();
+    let single = total == 1;
+    let mut failures = Vec::new();
+    for copy in plan {
+        let (action, from, to, size) = copy.describe();
+        match copy_one(ctx, &copy).await {
+            Ok(()) => {
+                progress.add(size);
+                if !ctx.quiet {
+                    let line = if ctx.json {
+                        json!({"action": action, "source": from, "destination": to, "size": size})
+                            .to_string()
+                    } else {
+                        format!("{action}: {from} to {to}")
+                    };
+                    println!("{line}");
+                }
+            }
+            Err(e) if single => {
+                progress.finish();
+                return Err(e);
+            }
+            Err(e) => {
+                progress.println(&format!("brisk: {e}"));
+                failures.push(e);
+            }
+        }
+    }
+    progress.finish();
+    match failures.len() {
+        0 => Ok(()),
+        failed => Err(CliError::Partial { failed, total }),
+    }
+}
+
+async fn copy_one(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
+    match copy {
+        Copy::Upload(path, url, _) => ctx
+            .client
+            .upload(&url.bucket, &url.key, path, ctx.transfer_options())
+            .await
+            .map(|_| ())
+            .map_err(|e| CliError::s3(format!("upload {} to {url}", path.display()), e)),
+        Copy::Download(url, path, _) => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| CliError::local(format!("create {}", parent.display()), e))?;
+            }
+            ctx.client
+                .download(&url.bucket, &url.key, path, ctx.transfer_options())
+                .await
+                .map(|_| ())
+                .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))
+        }
+        Copy::ServerSide(from, to, _) => ctx
+            .raw
+            .copy_object(&from.bucket, &from.key, &to.bucket, &to.key)
+            .await
+            .map(|_| ())
+            .map_err(|e| CliError::s3(format!("copy {from} to {to}"), e)),
+    }
+}
+
+// ----- ls --------------------------------------------------------------------------------------
+
+/// `2026-11-22 04:56:17`, in UTC (the AWS CLI prints local time; UTC needs no time zone database).
+fn timestamp(t: OffsetDateTime) -> String {
+    let format = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
+    t.format(&format).unwrap_or_default()
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
+    let Some(path) = a.path else {
+        let result = ctx
+            .raw
+            .list_buckets()
+            .await
+            .map_err(|e| CliError::s3("list buckets", e))?;
+        for b in result.buckets {
+            ctx.report(
+                || format!("{} {}", timestamp(b.creation_date), b.name),
+                || json!({"type": "bucket", "name": b.name, "creation_date": rfc3339(b.creation_date)}),
+            );
+        }
+        return Ok(());
+    };
+    let url = S3Url::parse(&path)?;
+    let size_text = |n: u64| {
+        if a.human_readable {
+            human(n)
+        } else {
+            n.to_string()
+        }
+    };
+    let mut listing = ctx.client.list(
+        &url.bucket,
+        ListOptions {
+            prefix: (!url.key.is_empty()).then(|| url.key.clone()),
+            delimiter: (!a.recursive).then(|| "/".to_owned()),
+            ..ListOptions::default()
+        },
+    );
+    // Only the part after the last `/` of the prefix is printed without --recursive, as the AWS CLI.
+    let shown_from = if a.recursive {
+        0
+    } else {
+        url.key.rfind('/').map_or(0, |i| i + 1)
+    };
+    let (mut objects, mut bytes) = (0u64, 0u64);
+    while let Some(page) = next_page(&mut listing, &url).await? {
+        for prefix in &page.common_prefixes {
+            ctx.report(
+                || format!("{:>30} {}", "PRE", &prefix[shown_from.min(prefix.len())..]),
+                || json!({"type": "prefix", "prefix": prefix}),
+            );
+        }
+        for o in &page.objects {
+            objects += 1;
+            bytes += o.size;
+            ctx.report(
+                || {
+                    format!(
+                        "{} {:>10} {}",
+                        timestamp(o.last_modified),
+                        size_text(o.size),
+                        &o.key[shown_from.min(o.key.len())..]
+                    )
+                },
+                || {
+                    json!({"type": "object", "key": o.key, "size": o.size,
+                           "last_modified": rfc3339(o.last_modified), "etag": o.etag})
+                },
+            );
+        }
+    }
+    if a.summarize {
+        ctx.report(
+            || {
+                format!(
+                    "\nTotal Objects: {objects}\n   Total Size: {}",
+                    size_text(bytes)
+                )
+            },
+            || json!({"type": "summary", "total_objects": objects, "total_size": bytes}),
+        );
+    }
+    Ok(())
+}
+
+// ----- rm, mb, rb ------------------------------------------------------------------------------
+
+async fn rm(ctx: &Context, a: RmArgs, filters: &Filters) -> Result<(), CliError> {
+    let url = S3Url::parse(&a.path)?;
+    if !a.recursive {
+        require_key(&url)?;
+        if a.dryrun {
+            return dry_delete(ctx, &url);
+        }
+        ctx.client
+            .delete(&url.bucket, &url.key)
+            .await
+            .map_err(|e| CliError::s3(format!("delete {url}"), e))?;
+        report_delete(ctx, &url);
+        return Ok(());
+    }
+    let prefix = if url.key.is_empty() {
+        String::new()
+    } else {
+        as_prefix(&url.key)
+    };
+    delete_under(ctx, &url, &prefix, filters, a.dryrun).await
+}
+
+fn dry_delete(ctx: &Context, url: &S3Url) -> Result<(), CliError> {
+    ctx.report(
+        || format!("(dryrun) delete: {url}"),
+        || json!({"action": "delete", "target": url.to_string(), "dryrun": true}),
+    );
+    Ok(())
+}
+
+fn report_delete(ctx: &Context, url: &S3Url) {
+    ctx.report(
+        || format!("delete: {url}"),
+        || json!({"action": "delete", "target": url.to_string()}),
+    );
+}
+
+/// Deletes the selected objects under `prefix`, one DeleteObjects request per listed page (≤ 1,000
+/// keys, S3's batch limit), so memory stays one page whatever the number of objects.
+async fn delete_under(
+    ctx: &Context,
+    url: &S3Url,
+    prefix: &str,
+    filters: &Filters,
+    dryrun: bool,
+) -> Result<(), CliError> {
+    let mut listing = ctx.client.list(
+        &url.bucket,
+        ListOptions {
+            prefix: (!prefix.is_empty()).then(|| prefix.to_owned()),
+            ..ListOptions::default()
+        },
+    );
+    let (mut total, mut failed) = (0usize, 0usize);
+    while let Some(page) = next_page(&mut listing, url).await? {
+        let keys: Vec<&str> = page
+            .objects
+            .iter()
+            .map(|o| o.key.as_str())
+            .filter(|k| filters.selects(&k[prefix.len()..]))
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        total += keys.len();
+        if dryrun {
+            for k in &keys {
+                dry_delete(ctx, &url.with_key(*k))?;
+            }
+            continue;
+        }
+        let result = ctx
+            .client
+            .delete_many(&url.bucket, &keys)
+            .await
+            .map_err(|e| CliError::s3(format!("delete under {url}"), e))?;
+        for e in &result.errors {
+            eprintln!(
+                "brisk: delete {}: {} {}",
+                url.with_key(e.key.clone()),
+                e.code,
+                e.message
+            );
+        }
+        failed += result.errors.len();
+        for k in keys {
+            if !result.errors.iter().any(|e| e.key == k) {
+                report_delete(ctx, &url.with_key(k));
+            }
+        }
+    }
+    match failed {
+        0 => Ok(()),
+        failed => Err(CliError::Partial { failed, total }),
+    }
+}
+
+fn bucket_of(text: &str) -> Result<S3Url, CliError> {
+    let url = S3Url::parse(text)?;
+    if !url.key.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{text}: give a bucket (s3://bucket), not a key"
+        )));
+    }
+    Ok(url)
+}
+
+async fn mb(ctx: &Context, a: BucketArgs) -> Result<(), CliError> {
+    let url = bucket_of(&a.bucket)?;
+    ctx.client
+        .create_bucket(&url.bucket)
+        .await
+        .map_err(|e| CliError::s3(format!("make bucket {}", url.bucket), e))?;
+    ctx.report(
+        || format!("make_bucket: {}", url.bucket),
+        || json!({"action": "make_bucket", "bucket": url.bucket}),
+    );
+    Ok(())
+}
+
+async fn rb(ctx: &Context, a: RbArgs) -> Result<(), CliError> {
+    let url = bucket_of(&a.bucket)?;
+    if a.force {
+        delete_under(ctx, &url, "", &Filters::default(), false).await?;
+    }
+    ctx.client
+        .delete_bucket(&url.bucket)
+        .await
+        .map_err(|e| CliError::s3(format!("remove bucket {}", url.bucket), e))?;
+    ctx.report(
+        || format!("remove_bucket: {}", url.bucket),
+        || json!({"action": "remove_bucket", "bucket": url.bucket}),
+    );
+    Ok(())
+}
+
+// ----- cat, presign ----------------------------------------------------------------------------
+
+async fn cat(ctx: &Context, a: CatArgs) -> Result<(), CliError> {
+    let url = S3Url::parse(&a.path)?;
+    require_key(&url)?;
+    stream::object_to_stdout(ctx, &url).await.map(|_| ())
+}
+
+fn presign(ctx: &Context, a: PresignArgs) -> Result<(), CliError> {
+    let url = S3Url::parse(&a.path)?;
+    require_key(&url)?;
+    let expires = Duration::from_secs(a.expires_in);
+    let signed = if a.put {
+        ctx.client.presign_put(&url.bucket, &url.key, expires)
+    } else {
+        ctx.client.presign_get(&url.bucket, &url.key, expires)
+    }
+    .map_err(|e| CliError::s3(format!("presign {url}"), e))?;
+    if ctx.json {
+        println!(
+            "{}",
+            json!({"url": signed, "method": if a.put { "PUT" } else { "GET" }, "expires_in": a.expires_in})
+        );
+    } else {
+        println!("{signed}");
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! What every S3 command shares: the client built from the global options, the raw requests for
+//! what the client lacks, and how to print results.
+
+use brisk_client::{Client, Credentials, TransferOptions};
+use brisk_mem::{BufferPool, MemoryBudget};
+
+use crate::args::GlobalArgs;
+use crate::exit::CliError;
+use crate::raw::RawS3;
+
+/// The largest buffer a stream uses per range or part: the pool's largest block (8 MiB).
+pub const MAX_STREAM_PART: usize = brisk_mem::MAX_BLOCK_SIZE;
+
+/// The client, options and output settings of one command.
+#[derive(Debug)]
+pub struct Context {
+    pub client: Client,
+    pub raw: RawS3,
+    pub json: bool,
+    pub quiet: bool,
+    pub concurrency: usize,
+    pub part_size: usize,
+}
+
+impl Context {
+    /// Builds the client from the global options (then environment, then profile).
+    pub fn new(g: &GlobalArgs) -> Result<Self, CliError> {
+        let mut builder = Client::builder().max_connections_per_host(g.concurrency.max(1) + 1);
+        if let Some(url) = &g.endpoint_url {
+            builder = builder.endpoint(url.clone());
+        }
+        if let Some(region) = &g.region {
+            builder = builder.region(region.clone());
+        }
+        if let Some(profile) = &g.profile {
+            builder = builder.profile(profile.clone());
+        }
+        if g.no_sign_request {
+            // The client always signs; an anonymous server ignores the signature. `raw` requests
+            // are sent without one.
+            builder = builder.credentials(Credentials::new("anonymous", "anonymous"));
+        }
+        if let Some(bytes) = g.max_memory {
+            let block = BufferPool::block_size_for(g.part_size.min(MAX_STREAM_PART));
+            if bytes < block {
+                return Err(CliError::Usage(format!(
+                    "--max-memory {bytes} bytes cannot hold one {block}-byte part buffer; give at least {block} bytes or a smaller --part-size"
+                )));
+            }
+            builder = builder.memory_budget(MemoryBudget::new(bytes));
+        }
+        let client = builder.build()?;
+        let raw = RawS3::new(client.config(), !g.no_sign_request);
+        Ok(Self {
+            client,
+            raw,
+            json: g.json,
+            quiet: g.quiet,
+            concurrency: g.concurrency.max(1),
+            part_size: g.part_size,
+        })
+    }
+
+    /// The client's transfer options from `--part-size` and `--concurrency`.
+    pub fn transfer_options(&self) -> TransferOptions {
+        TransferOptions {
+            part_size: self.part_size,
+            parts_in_flight: self.concurrency,
+            ..TransferOptions::default()
+        }
+    }
+
+    /// Prints a result line unless `--quiet`: `text` normally, `json` with `--json`.
+    pub fn report(&self, text: impl FnOnce() -> String, json: impl FnOnce() -> serde_json::Value) {
+        if self.quiet {
+            return;
+        }
+        if self.json {
+            println!("{}", json());
+        } else {
+            println!("{}", text());
+        }
+    }
+}
