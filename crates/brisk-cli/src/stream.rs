@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 use brisk_client::Error;
-use brisk_mem::PooledBlock;
+use brisk_mem::{BudgetError, PooledBlock};
 use brisk_wire::xml::CompletedPart;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
@@ -46,6 +46,19 @@ pub async fn object_to_stdout(ctx: &Context, url: &S3Url) -> Result<u64, CliErro
     loop {
         while pending.len() < ctx.concurrency && next < size {
             let len = (size - next).min(block as u64) as usize;
+            // Blocks are taken here, in order, and only without waiting while earlier ranges are
+            // pending: those hold the budget until they are written, so waiting for it here (or in
+            // the tasks, which may take blocks out of order) could wait forever.
+            let mut buf = match ctx.client.buffer_pool().try_get(len) {
+                Ok(buf) => buf,
+                Err(BudgetError::WouldWait { .. }) if !pending.is_empty() => break,
+                Err(_) => ctx
+                    .client
+                    .buffer_pool()
+                    .get(len)
+                    .await
+                    .map_err(|e| CliError::s3(action(), Error::Memory(e)))?,
+            };
             let (client, bucket, key, etag) = (
                 ctx.client.clone(),
                 url.bucket.clone(),
@@ -54,7 +67,6 @@ pub async fn object_to_stdout(ctx: &Context, url: &S3Url) -> Result<u64, CliErro
             );
             let offset = next;
             pending.push_back(tokio::spawn(async move {
-                let mut buf = client.buffer_pool().get(len).await?;
                 let dst = &mut buf.unfilled_mut()[..len];
                 let mut got = 0;
                 while got < len {

@@ -1,0 +1,656 @@
+//! The `brisk` commands run as a user runs them: the real binary against a real `brisk serve` on
+//! 127.0.0.1, every run bounded in time, outputs parsed, exit codes checked.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{ACCESS_KEY, SECRET_KEY, ServeProcess};
+
+/// Any one command here finishes in seconds; this bounds a hang.
+const COMMAND_LIMIT: Duration = Duration::from_secs(120);
+
+/// What a finished `brisk` run left behind.
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+    /// Peak resident set (VmHWM) sampled while it ran, in bytes.
+    peak_rss: u64,
+}
+
+impl Run {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    fn json_lines(&self) -> Vec<Value> {
+        self.text()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+            .collect()
+    }
+
+    #[track_caller]
+    fn ok(self) -> Self {
+        assert_eq!(
+            self.code,
+            0,
+            "stdout:\n{}\nstderr:\n{}",
+            self.text(),
+            self.stderr
+        );
+        self
+    }
+
+    /// Refused by the argument parser: exit code 2, its message, no panic.
+    #[track_caller]
+    fn usage_error(self) -> Self {
+        assert_eq!(self.code, 2, "stderr:\n{}", self.stderr);
+        assert!(self.stderr.starts_with("error: "), "{}", self.stderr);
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        self
+    }
+
+    /// Failed with `code`, a one-line readable message, and no panic.
+    #[track_caller]
+    fn failed_with(self, code: i32) -> Self {
+        assert_eq!(self.code, code, "stderr:\n{}", self.stderr);
+        assert!(self.stderr.starts_with("brisk: "), "{}", self.stderr);
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        assert!(!self.stderr.contains("RUST_BACKTRACE"), "{}", self.stderr);
+        self
+    }
+}
+
+/// A `brisk` command line against one server, with credentials from the environment only.
+struct Brisk<'a> {
+    server: &'a ServeProcess,
+    home: PathBuf,
+}
+
+impl<'a> Brisk<'a> {
+    fn new(server: &'a ServeProcess, home: &Path) -> Self {
+        Self {
+            server,
+            home: home.to_owned(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        self.command_at(&self.server.url, args)
+    }
+
+    /// A command against `endpoint` instead of the test's server.
+    fn command_at(&self, endpoint: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
+        cmd.arg("--endpoint-url").arg(endpoint).args(args);
+        for var in [
+            "AWS_PROFILE",
+            "AWS_ENDPOINT_URL",
+            "AWS_ENDPOINT_URL_S3",
+            "AWS_REGION",
+            "AWS_DEFAULT_REGION",
+            "AWS_SESSION_TOKEN",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("HOME", &self.home)
+            .env("AWS_CONFIG_FILE", self.home.join("config"))
+            .env("AWS_SHARED_CREDENTIALS_FILE", self.home.join("credentials"))
+            .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        run(self.command(args), None)
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: Vec<u8>) -> Run {
+        run(self.command(args), Some(stdin))
+    }
+}
+
+/// Runs `cmd` to its end (killed after [`COMMAND_LIMIT`]), feeding `stdin` and draining both
+/// outputs on their own threads so that no pipe fills, and sampling its peak RSS.
+fn run(mut cmd: Command, stdin: Option<Vec<u8>>) -> Run {
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("brisk starts");
+    let feeder = stdin.map(|data| {
+        let mut pipe = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            // The command may exit early on an error; a broken pipe is then expected.
+            let _ = pipe.write_all(&data);
+        })
+    });
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_thread = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let peak = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done, pid) = (Arc::clone(&peak), Arc::clone(&done), child.id());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Some(hwm) = vm_hwm(pid) {
+                    peak.fetch_max(hwm, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > COMMAND_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "brisk {:?} ran longer than {COMMAND_LIMIT:?}",
+                cmd.get_args()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    if let Some(f) = feeder {
+        f.join().unwrap();
+    }
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out_thread.join().unwrap(),
+        stderr: err_thread.join().unwrap(),
+        peak_rss: peak.load(Ordering::Relaxed),
+    }
+}
+
+/// `VmHWM` of a live process, in bytes.
+fn vm_hwm(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Bytes that differ from position to position (a shifted or repeated block would show).
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn setup() -> (tempfile::TempDir, ServeProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServeProcess::start(&dir.path().join("data"), &["--no-fsync"]);
+    (dir, server)
+}
+
+#[test]
+fn buckets_are_made_listed_and_removed() {
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server, dir.path());
+    let made = brisk.run(&["mb", "s3://alpha"]).ok();
+    assert_eq!(made.text(), "make_bucket: alpha\n");
+    brisk.run(&["mb", "s3://beta", "--json"]).ok();
+    brisk.run(&["mb", "s3://alpha"]).failed_with(1);
+
+    let text = brisk.run(&["ls"]).ok().text();
+    let names: Vec<&str> = text
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"], "{text}");
+    let json = brisk.run(&["ls", "--json"]).ok().json_lines();
+    assert_eq!(json.len(), 2);
+    assert_eq!(json[0]["type"], "bucket");
+    assert_eq!(json[1]["name"], "beta");
+
+    brisk
+        .run_with_stdin(&["cp", "-", "s3://alpha/k"], b"x".to_vec())
+        .ok();
+    let refused = brisk.run(&["rb", "s3://alpha"]).failed_with(1);
+    assert!(
+        refused.stderr.contains("BucketNotEmpty"),
+        "{}",
+        refused.stderr
+    );
+    let forced = brisk.run(&["rb", "s3://alpha", "--force"]).ok();
+    assert_eq!(
+        forced.text(),
+        "delete: s3://alpha/k\nremove_bucket: alpha\n"
+    );
+    let json = brisk.run(&["ls", "--json"]).ok().json_lines();
+    assert_eq!(json.len(), 1);
+    assert_eq!(json[0]["name"], "beta");
+}
+
+#[test]
+fn files_copy_up_down_and_across_and_objects_list_and_delete() {
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server, dir.path());
+    brisk.run(&["mb", "s3://bkt"]).ok();
+    let local = dir.path().join("local.bin");
+    let body = pattern(300_000, 1);
+    std::fs::write(&local, &body).unwrap();
+    let local_s = local.to_str().unwrap();
+
+    let up = brisk.run(&["cp", local_s, "s3://bkt/dir/one.bin"]).ok();
+    assert_eq!(
+        up.text(),
+        format!("upload: {local_s} to s3://bkt/dir/one.bin\n")
+    );
+    // A destination ending in `/` takes the file's name.
+    brisk.run(&["cp", local_s, "s3://bkt/dir/", "-q"]).ok();
+    let across = brisk
+        .run(&[
+            "cp",
+            "s3://bkt/dir/one.bin",
+            "s3://bkt/other/two.bin",
+            "--json",
+        ])
+        .ok()
+        .json_lines();
+    assert_eq!(across[0]["action"], "copy");
+    assert_eq!(across[0]["size"], 300_000);
+
+    let back = dir.path().join("back.bin");
+    brisk
+        .run(&["cp", "s3://bkt/other/two.bin", back.to_str().unwrap()])
+        .ok();
+    assert_eq!(std::fs::read(&back).unwrap(), body);
+    assert_eq!(
+        brisk.run(&["cat", "s3://bkt/dir/local.bin"]).ok().stdout,
+        body
+    );
+
+    let top = brisk.run(&["ls", "s3://bkt"]).ok().text();
+    assert!(
+        top.contains("PRE dir/") && top.contains("PRE other/"),
+        "{top}"
+    );
+    let inside = brisk.run(&["ls", "s3://bkt/dir/"]).ok().text();
+    let names: Vec<&str> = inside
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    assert_eq!(names, ["local.bin", "one.bin"], "{inside}");
+    let all = brisk
+        .run(&["ls", "s3://bkt", "--recursive", "--summarize", "--json"])
+        .ok()
+        .json_lines();
+    let keys: Vec<&str> = all.iter().filter_map(|v| v["key"].as_str()).collect();
+    assert_eq!(keys, ["dir/local.bin", "dir/one.bin", "other/two.bin"]);
+    let summary = all.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["total_objects"], 3);
+    assert_eq!(summary["total_size"], 900_000);
+    let human = brisk
+        .run(&[
+            "ls",
+            "s3://bkt",
+            "--recursive",
+            "--human-readable",
+            "--summarize",
+        ])
+        .ok()
+        .text();
+    assert!(human.contains("293.0 KiB dir/one.bin"), "{human}");
+    assert!(human.contains("Total Objects: 3"), "{human}");
+    assert!(human.contains("Total Size: 878.9 KiB"), "{human}");
+
+    brisk.run(&["rm", "s3://bkt/dir/one.bin"]).ok();
+    let dry = brisk
+        .run(&["rm", "s3://bkt", "--recursive", "--dryrun"])
+        .ok();
+    assert_eq!(
+        dry.text(),
+        "(dryrun) delete: s3://bkt/dir/local.bin\n(dryrun) delete: s3://bkt/other/two.bin\n"
+    );
+    brisk.run(&["rm", "s3://bkt/other", "--recursive"]).ok();
+    let left = brisk
+        .run(&["ls", "s3://bkt", "--recursive", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0]["key"], "dir/local.bin");
+}
+
+#[test]
+fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing() {
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server, dir.path());
+    brisk.run(&["mb", "s3://bkt"]).ok();
+    let tree = dir.path().join("tree");
+    for (path, body) in [
+        ("a.txt", "a"),
+        ("b.log", "b"),
+        ("sub/c.txt", "c"),
+        ("sub/deep/d.txt", "d"),
+        ("tmp/e.txt", "e"),
+    ] {
+        let p = tree.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    }
+    let tree_s = tree.to_str().unwrap();
+    let filters = ["--exclude", "*", "--include", "*.txt", "--exclude", "tmp/*"];
+    let mut args = vec!["cp", tree_s, "s3://bkt/up", "--recursive"];
+    args.extend(filters);
+    let mut dry_args = args.clone();
+    dry_args.push("--dryrun");
+    let dry = brisk.run(&dry_args).ok().text();
+    assert_eq!(dry.lines().count(), 3, "{dry}");
+    assert!(
+        dry.lines().all(|l| l.starts_with("(dryrun) upload: ")),
+        "{dry}"
+    );
+    let listed = brisk.run(&["ls", "s3://bkt", "--recursive"]).ok();
+    assert_eq!(listed.text(), "", "a dry run uploaded something");
+
+    args.push("--json");
+    let done = brisk.run(&args).ok().json_lines();
+    let mut dests: Vec<&str> = done
+        .iter()
+        .map(|v| v["destination"].as_str().unwrap())
+        .collect();
+    dests.sort();
+    assert_eq!(
+        dests,
+        [
+            "s3://bkt/up/a.txt",
+            "s3://bkt/up/sub/c.txt",
+            "s3://bkt/up/sub/deep/d.txt"
+        ]
+    );
+    // Order matters: the same filters reversed exclude everything.
+    let mut reversed = vec![
+        "cp",
+        tree_s,
+        "s3://bkt/rev",
+        "--recursive",
+        "--include",
+        "*.txt",
+        "--exclude",
+        "*",
+    ];
+    reversed.push("-q");
+    brisk.run(&reversed).ok();
+    assert_eq!(
+        brisk
+            .run(&["ls", "s3://bkt/rev/", "--recursive"])
+            .ok()
+            .text(),
+        ""
+    );
+
+    // Down again, with a filter on the way, then across buckets.
+    let down = dir.path().join("down");
+    brisk
+        .run(&[
+            "cp",
+            "s3://bkt/up",
+            down.to_str().unwrap(),
+            "--recursive",
+            "--exclude",
+            "sub/deep/*",
+        ])
+        .ok();
+    assert_eq!(std::fs::read_to_string(down.join("a.txt")).unwrap(), "a");
+    assert_eq!(
+        std::fs::read_to_string(down.join("sub/c.txt")).unwrap(),
+        "c"
+    );
+    assert!(!down.join("sub/deep").exists());
+
+    brisk.run(&["mb", "s3://copies"]).ok();
+    brisk
+        .run(&[
+            "cp",
+            "s3://bkt/up/",
+            "s3://copies/copy/",
+            "--recursive",
+            "--include",
+            "*",
+        ])
+        .ok();
+    let copied = brisk
+        .run(&["ls", "s3://copies", "--recursive", "--json"])
+        .ok()
+        .json_lines();
+    let keys: Vec<&str> = copied.iter().map(|v| v["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        ["copy/a.txt", "copy/sub/c.txt", "copy/sub/deep/d.txt"]
+    );
+}
+
+/// 48 MiB through a 16 MiB budget, both ways, byte for byte, and the process never holds the
+/// object: its peak RSS stays below the object's size.
+#[test]
+fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget() {
+    const SIZE: usize = 48 << 20;
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server, dir.path());
+    brisk.run(&["mb", "s3://bkt"]).ok();
+    let body = pattern(SIZE + 12_345, 7);
+    let budget = ["--max-memory", "16MiB"];
+
+    let mut up_args = vec!["cp", "-", "s3://bkt/big"];
+    up_args.extend(budget);
+    let up = brisk.run_with_stdin(&up_args, body.clone()).ok();
+    assert_eq!(up.text(), "upload: - to s3://bkt/big\n");
+    let listed = brisk
+        .run(&["ls", "s3://bkt/big", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(listed[0]["size"], body.len());
+
+    let mut down_args = vec!["cp", "s3://bkt/big", "-"];
+    down_args.extend(budget);
+    let down = brisk.run(&down_args).ok();
+    assert!(
+        down.stdout.len() == body.len() && down.stdout == body,
+        "bytes differ"
+    );
+
+    let mut cat_args = vec!["cat", "s3://bkt/big"];
+    cat_args.extend(budget);
+    let cat = brisk.run(&cat_args).ok();
+    assert!(cat.stdout == body, "cat bytes differ");
+
+    // 16 MiB of part buffers plus the program; a process holding the object would pass 48 MiB.
+    for (what, run) in [("upload", &up), ("download", &down)] {
+        assert!(run.peak_rss > 0, "no RSS sample for the {what}");
+        assert!(
+            run.peak_rss < 40 << 20,
+            "{what} peaked at {} MiB of RSS",
+            run.peak_rss >> 20
+        );
+    }
+
+    // A stream that fits one part is one PUT; an empty one is an empty object.
+    brisk
+        .run_with_stdin(&["cp", "-", "s3://bkt/small"], b"tiny".to_vec())
+        .ok();
+    assert_eq!(brisk.run(&["cat", "s3://bkt/small"]).ok().stdout, b"tiny");
+    brisk
+        .run_with_stdin(&["cp", "-", "s3://bkt/empty"], Vec::new())
+        .ok();
+    assert_eq!(brisk.run(&["cat", "s3://bkt/empty"]).ok().stdout, b"");
+}
+
+/// GETs `url` with a plain HTTP/1.1 request; returns the status and body.
+fn http_request(url: &str, method: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, target) = rest.split_at(rest.find('/').unwrap());
+    let mut s = TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, out[split + 4..].to_vec())
+}
+
+#[test]
+fn presigned_urls_work_with_a_plain_http_client() {
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server, dir.path());
+    brisk.run(&["mb", "s3://bkt"]).ok();
+    let put_url = brisk
+        .run(&[
+            "presign",
+            "s3://bkt/shared.txt",
+            "--put",
+            "--expires-in",
+            "600",
+        ])
+        .ok()
+        .text();
+    let (status, _) = http_request(put_url.trim(), "PUT", b"shared by URL");
+    assert_eq!(status, 200);
+    let get = brisk
+        .run(&["presign", "s3://bkt/shared.txt", "--json"])
+        .ok()
+        .json_lines();
+    assert_eq!(get[0]["method"], "GET");
+    assert_eq!(get[0]["expires_in"], 3600);
+    let (status, body) = http_request(get[0]["url"].as_str().unwrap(), "GET", b"");
+    assert_eq!((status, body.as_slice()), (200, &b"shared by URL"[..]));
+    // Tampering with the URL breaks the signature.
+    let tampered = get[0]["url"]
+        .as_str()
+        .unwrap()
+        .replace("shared.txt", "other.txt");
+    assert_eq!(http_request(&tampered, "GET", b"").0, 403);
+    // S3's limit is 7 days.
+    brisk
+        .run(&["presign", "s3://bkt/k", "--expires-in", "604801"])
+        .usage_error();
+}
+
+#[test]
+fn failures_are_readable_with_distinct_exit_codes() {
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server, dir.path());
+    brisk.run(&["mb", "s3://bkt"]).ok();
+
+    let no_bucket = brisk.run(&["ls", "s3://missing"]).failed_with(3);
+    assert!(
+        no_bucket.stderr.contains("NoSuchBucket"),
+        "{}",
+        no_bucket.stderr
+    );
+    let no_key = brisk
+        .run(&[
+            "cp",
+            "s3://bkt/nothing",
+            dir.path().join("x").to_str().unwrap(),
+        ])
+        .failed_with(3);
+    assert!(
+        no_key.stderr.contains("s3://bkt/nothing"),
+        "{}",
+        no_key.stderr
+    );
+    brisk.run(&["cat", "s3://bkt/nothing"]).failed_with(3);
+    brisk
+        .run(&[
+            "cp",
+            dir.path().join("no-such-file").to_str().unwrap(),
+            "s3://bkt/k",
+        ])
+        .failed_with(3);
+
+    // Usage: bad URLs and impossible combinations.
+    brisk.run(&["cp", "a", "b"]).failed_with(2);
+    brisk.run(&["ls", "http://x/y"]).failed_with(2);
+    brisk
+        .run(&["cp", "-", "s3://bkt/k", "--recursive"])
+        .failed_with(2);
+    brisk
+        .run(&["cp", "-", "s3://bkt/k", "--max-memory", "1MiB"])
+        .failed_with(2);
+    brisk.run(&["cp", "--no-such-flag"]).usage_error();
+
+    // Auth: a wrong secret.
+    let mut wrong = brisk.command(&["ls", "s3://bkt"]);
+    wrong.env("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+    let denied = run(wrong, None).failed_with(4);
+    assert!(
+        denied.stderr.contains("SignatureDoesNotMatch"),
+        "{}",
+        denied.stderr
+    );
+
+    // Network: nothing listens on the endpoint.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    for args in [vec!["ls"], vec!["ls", "s3://bkt"]] {
+        let refused = run(brisk.command_at(&dead, &args), None).failed_with(5);
+        assert!(
+            refused.stderr.contains("connecting to"),
+            "{}",
+            refused.stderr
+        );
+    }
+}
+
+#[test]
+fn completions_and_help_are_printed() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
+    cmd.args(["completions", "bash"]);
+    let out = run(cmd, None).ok();
+    assert!(out.text().contains("brisk"), "{}", out.text());
+    let mut help = Command::new(env!("CARGO_BIN_EXE_brisk"));
+    help.arg("--help");
+    let help = run(help, None).ok().text();
+    assert!(
+        help.contains("Examples:") && help.contains("Exit codes:"),
+        "{help}"
+    );
+}
