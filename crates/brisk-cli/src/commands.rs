@@ -140,7 +140,6 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
         (Location::S3(url), Location::Local(path)) => {
             require_key(url)?;
             let meta = ctx
-                .client
                 .head(&url.bucket, &url.key)
                 .await
                 .map_err(|e| CliError::s3(format!("cp {url}"), e))?;
@@ -155,7 +154,6 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
         (Location::S3(from), Location::S3(to)) => {
             require_key(from)?;
             let meta = ctx
-                .client
                 .head(&from.bucket, &from.key)
                 .await
                 .map_err(|e| CliError::s3(format!("cp {from}"), e))?;

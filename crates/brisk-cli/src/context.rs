@@ -70,6 +70,29 @@ impl Context {
         }
     }
 
+    /// HEAD of `bucket`/`key`. A HEAD 404 has no body to say whether the key or the bucket is
+    /// missing, so a one-key listing tells them apart and the error names the right one.
+    pub async fn head(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<brisk_client::ObjectMeta, brisk_client::Error> {
+        match self.client.head(bucket, key).await {
+            Err(brisk_client::Error::NoSuchKey(e)) => {
+                let probe = brisk_client::ListOptions {
+                    prefix: Some(key.to_owned()),
+                    max_keys: Some(1),
+                    ..Default::default()
+                };
+                match self.client.list(bucket, probe).next_page().await {
+                    Err(missing @ brisk_client::Error::NoSuchBucket(_)) => Err(missing),
+                    _ => Err(brisk_client::Error::NoSuchKey(e)),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// Prints a result line unless `--quiet`: `text` normally, `json` with `--json`.
     pub fn report(&self, text: impl FnOnce() -> String, json: impl FnOnce() -> serde_json::Value) {
         if self.quiet {

@@ -32,7 +32,6 @@ const MAX_PARTS: u32 = brisk_client::transfer::MAX_PARTS as u32;
 pub async fn object_to_stdout(ctx: &Context, url: &S3Url) -> Result<u64, CliError> {
     let action = || format!("read {url}");
     let meta = ctx
-        .client
         .head(&url.bucket, &url.key)
         .await
         .map_err(|e| CliError::s3(action(), e))?;

@@ -597,6 +597,13 @@ fn failures_are_readable_with_distinct_exit_codes() {
         no_key.stderr
     );
     brisk.run(&["cat", "s3://bkt/nothing"]).failed_with(3);
+    // A HEAD 404 does not say which is missing; the message must.
+    let no_bucket_key = brisk.run(&["cat", "s3://missing/k"]).failed_with(3);
+    assert!(
+        no_bucket_key.stderr.contains("NoSuchBucket"),
+        "{}",
+        no_bucket_key.stderr
+    );
     brisk
         .run(&[
             "cp",
