@@ -11,7 +11,8 @@
 #   bench/server.sh all       all of the above
 #
 # Environment: BENCH_ROOT (data root, default /var/tmp/brisk-servebench: the local disk, not tmpfs),
-# SIZE (2GiB), BIG_SIZE (4GiB), MANY_SIZE (1GiB), CONNS (16), REPS (3), RANGE_COUNT (2000).
+# SIZE (2GiB), BIG_SIZE (4GiB), MANY_SIZE (1GiB), CONNS (16), REPS (3), RANGE_COUNT (2000),
+# SWEEP_BUFFERS ("4KiB 16KiB 64KiB 256KiB 1MiB"), SWEEP_MD5 ("on off").
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,6 +23,8 @@ MANY_SIZE=${MANY_SIZE:-1GiB}
 CONNS=${CONNS:-16}
 REPS=${REPS:-3}
 RANGE_COUNT=${RANGE_COUNT:-2000}
+SWEEP_BUFFERS=${SWEEP_BUFFERS:-4KiB 16KiB 64KiB 256KiB 1MiB}
+SWEEP_MD5=${SWEEP_MD5:-on off}
 AK=benchkey
 SK=benchsecret
 
@@ -72,8 +75,8 @@ idle_rss() {
 echo "# $(date -u +%FT%TZ) $(uname -r) load: $(cut -d' ' -f1-3 /proc/loadavg) free disk: $(df -h --output=avail /var/tmp | tail -1)"
 
 sweep() {
-    for rb in 4KiB 16KiB 64KiB 256KiB 1MiB; do
-        for md5 in on off; do
+    for rb in $SWEEP_BUFFERS; do
+        for md5 in $SWEEP_MD5; do
             local flags=(--read-buffer-size "$rb")
             [ "$md5" = off ] && flags+=(--no-md5-etag)
             start_server "${flags[@]}"
