@@ -20,9 +20,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
 /// A PUT's body passes through it into the file, so it is also the size of each `recv` and each file
 /// write. Receiving a 2 GiB unsigned PUT (fsync off, medians of 3) cost the server 2.19 / 1.80 / 1.04 /
 /// 0.83 / 0.60 CPU s per GiB with MD5 ETags off at 4 / 16 / 64 / 256 KiB / 1 MiB (fewer system calls
-/// per byte), and 5.1 / 3.7 / 3.2 / 3.1 / 3.0 with MD5 on (MD5 itself is ~2 s/GiB). 256 KiB takes a
-/// fifth off the 64 KiB figure; 1 MiB saves more on a quiet run but its spread (0.59–1.05) overlaps
-/// 256 KiB's, and it would cost 1 MiB per open connection.
+/// per byte), and 5.1 / 3.7 / 3.2 / 3.1 / 3.0 with MD5 on (MD5 itself is ~2 s/GiB); a second run of
+/// 5 gave 1.12 / 0.76 / 0.64 for 64 KiB / 256 KiB / 1 MiB. 256 KiB takes a fifth to a third off
+/// 64 KiB; 1 MiB saves another ~15 % but costs 1 MiB per open connection, which would cut the
+/// connections that fit in the same 64 MiB to 64.
 pub const DEFAULT_READ_BUFFER_SIZE: usize = 256 * 1024;
 
 /// Connections served at once by default: 256. Each costs its read buffer
