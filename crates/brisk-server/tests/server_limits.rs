@@ -128,7 +128,7 @@ fn short_timeout_server(
 }
 
 #[test]
-fn a_head_that_never_ends_is_disconnected_by_the_idle_timeout() {
+fn a_head_that_never_ends_is_answered_408_and_disconnected_by_the_idle_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = http_support::runtime();
     let server = short_timeout_server(&runtime, dir.path());
@@ -136,7 +136,10 @@ fn a_head_that_never_ends_is_disconnected_by_the_idle_timeout() {
     stream
         .write_all(b"PUT /b/k HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
         .unwrap();
-    let (_, waited) = read_until_closed(&mut stream);
+    let (answer, waited) = read_until_closed(&mut stream);
+    let answer = text(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("<Code>RequestTimeout</Code>"), "{answer}");
     assert!(
         waited >= SHORT_TIMEOUT / 2,
         "closed after {waited:?}, before the timeout"
