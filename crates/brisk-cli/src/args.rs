@@ -233,8 +233,8 @@ pub struct ServeArgs {
     /// Base domain of virtual-hosted-style requests (bucket.<domain>).
     #[arg(long, default_value = brisk_server::config::DEFAULT_BASE_DOMAIN)]
     pub base_domain: String,
-    /// Read buffer per connection, e.g. 64KiB, 1MiB, 4096.
-    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    /// Read buffer per connection in bytes, or e.g. 64KiB, 1MiB.
+    #[arg(long, default_value_t = brisk_server::config::DEFAULT_READ_BUFFER_SIZE, value_parser = parse_size)]
     pub read_buffer_size: usize,
     /// Do not fsync bodies and metadata (benchmarks and throwaway data only).
     #[arg(long)]

@@ -108,6 +108,20 @@ check(error_code(rng, "bytes=300000-")[0] == "InvalidRange", "416 InvalidRange")
 etag = put["ETag"]
 check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfNoneMatch=etag)[1] == 304, "If-None-Match 304")
 check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfMatch='"0000"')[1] == 412, "If-Match 412")
+
+# Conditional writes: create-only and replace-only-this-version
+check(error_code(s3.put_object, Bucket="e2e-bucket", Key=key, Body=b"x", IfNoneMatch="*")
+      == ("PreconditionFailed", 412), "PUT If-None-Match: * on an existing key → 412")
+check(s3.get_object(Bucket="e2e-bucket", Key=key)["Body"].read() == body, "refused conditional PUT left the object")
+created = s3.put_object(Bucket="e2e-bucket", Key="e2e-create-only", Body=b"first", IfNoneMatch="*")
+check(s3.get_object(Bucket="e2e-bucket", Key="e2e-create-only")["Body"].read() == b"first", "PUT If-None-Match: * creates")
+check(error_code(s3.put_object, Bucket="e2e-bucket", Key="e2e-create-only", Body=b"x", IfMatch='"0000"')
+      == ("PreconditionFailed", 412), "PUT If-Match with another ETag → 412")
+s3.put_object(Bucket="e2e-bucket", Key="e2e-create-only", Body=b"second", IfMatch=created["ETag"])
+check(s3.get_object(Bucket="e2e-bucket", Key="e2e-create-only")["Body"].read() == b"second", "PUT If-Match with the ETag replaces")
+check(error_code(s3.put_object, Bucket="e2e-bucket", Key="e2e-never-written", Body=b"x", IfMatch='"0000"')[0]
+      == "NoSuchKey", "PUT If-Match on a missing key → NoSuchKey")
+s3.delete_object(Bucket="e2e-bucket", Key="e2e-create-only")
 s3.get_object(Bucket="e2e-bucket", Key=key, IfMatch=etag)
 past = time.time() - 86400
 check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfUnmodifiedSince=past)[1] == 412, "If-Unmodified-Since 412")

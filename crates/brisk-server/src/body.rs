@@ -6,10 +6,11 @@
 //!
 //! # Why file writes happen on the worker thread
 //!
-//! A body slice (at most one read buffer, 64 KiB by default) is written with a plain `write_all`
-//! on the runtime's worker. Such a write lands in the page cache (a memory copy, ~10 µs for 64 KiB);
-//! handing each one to another thread (`spawn_blocking`, `block_in_place`) costs a thread hand-off
-//! per slice, which is more than the write. What can block for milliseconds — the fsync and rename
+//! A body slice (at most one read buffer, 256 KiB by default) is written with a plain `write_all`
+//! on the runtime's worker. Such a write lands in the page cache: a memory copy plus the file
+//! system's delayed allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`,
+//! "Server"), i.e. ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`,
+//! `block_in_place`) would add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
 //! of the commit, metadata transactions — runs under `block_in_place` instead (see `handler.rs`).
 
 use std::io::Write;

@@ -86,6 +86,7 @@ impl From<StoreError> for S3Error {
             StoreError::BucketNotEmpty(_) => ("BucketNotEmpty", 409),
             StoreError::InvalidBucketName { .. } => ("InvalidBucketName", 400),
             StoreError::KeyTooLong { .. } => ("KeyTooLongError", 400),
+            StoreError::PreconditionFailed { .. } => ("PreconditionFailed", 412),
             StoreError::EmptyKey => ("InvalidArgument", 400),
             StoreError::InvalidPartNumber(_) => ("InvalidArgument", 400),
             StoreError::InvalidPart { .. } => ("InvalidPart", 400),
@@ -104,6 +105,9 @@ impl From<StoreError> for S3Error {
             }
             StoreError::NoSuchKey { key, .. } => error = error.with("Key", key),
             StoreError::NoSuchUpload(id) => error = error.with("UploadId", id),
+            StoreError::PreconditionFailed { condition } => {
+                error = error.with("Condition", condition)
+            }
             _ => {}
         }
         error

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::time::{Duration, SystemTime};
 
-use brisk_wire::http::{Headers, ResponseHead, canonical_reason};
+use brisk_wire::http::{Headers, HttpError, ResponseHead, canonical_reason};
 use brisk_wire::xml::{ErrorDocument, XmlDocument};
 use tokio::io::{AsyncWriteExt, Interest};
 
@@ -107,7 +107,27 @@ impl Exchange {
         set(h, "content-type", "application/xml");
         h.set_content_length(self.xml.len() as u64);
         self.response_started = true;
-        self.conn.write_response(&self.response, &self.xml).await?;
+        match self.conn.write_response(&self.response, &self.xml).await {
+            Err(HttpError::ConnectionBroken) => self.write_past_broken_framing().await,
+            result => Ok(result?),
+        }
+    }
+
+    /// Writes the response head and XML body straight to the socket. After a read error (a body
+    /// that stalled past the request timeout, a malformed chunk) the HTTP layer refuses the
+    /// connection because its framing is lost, yet the peer is usually still reading: it gets its
+    /// `408 RequestTimeout` or `400` document before the connection closes (the head says
+    /// `Connection: close`, since such a connection is never reusable). Error path only: the bytes
+    /// are assembled in the scratch buffer.
+    async fn write_past_broken_framing(&mut self) -> Result<(), S3Error> {
+        let mut wire = std::mem::take(&mut self.scratch);
+        wire.clear();
+        self.response.write_to(&mut wire);
+        wire.extend_from_slice(&self.xml);
+        let stream = self.conn.get_mut();
+        let written = tokio::time::timeout(self.write_timeout, stream.write_all(&wire)).await;
+        self.scratch = wire;
+        written.map_err(|_| write_stalled(self.write_timeout))??;
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use brisk_wire::http::RequestHead;
+use brisk_wire::http::{Headers, RequestHead};
 use brisk_wire::xml::{
     BucketEntry, ChecksumFields, CompleteMultipartUpload, CompleteMultipartUploadResult,
     CopyObjectResult, CopyPartResult, Delete, DeleteError, DeleteResult, DeletedObject,
@@ -24,7 +24,8 @@ use crate::objects::{
 use crate::route::{Operation, Route};
 use crate::server::Shared;
 use crate::store::{
-    Checksum, ChecksumType, CompletedPart, ListQuery, MAX_KEYS_PER_PAGE, NewObject, UploadQuery,
+    Checksum, ChecksumType, CompletedPart, ListQuery, MAX_KEYS_PER_PAGE, NewObject, StoreError,
+    UploadQuery, WriteCondition,
 };
 
 /// Largest XML request body read into memory (CompleteMultipartUpload with 10,000 parts is about
@@ -438,7 +439,21 @@ fn write_body_checksum(x: &mut Exchange, outcome: &BodyOutcome) {
 
 async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error> {
     let attributes = attributes_from(r.head)?;
+    let condition = write_condition(r.head.headers())?;
     let store = &r.shared.store;
+    if condition != WriteCondition::Always {
+        // Checked before the body too, so a client waiting on `100 Continue` is refused without
+        // sending it; the check that counts is the one inside the commit.
+        match blocking(|| store.head_object(&r.route.bucket, &r.route.key)) {
+            Ok(current) => {
+                if let Some(failed) = condition.refused_by(Some(&current.etag)) {
+                    return Err(StoreError::PreconditionFailed { condition: failed }.into());
+                }
+            }
+            Err(StoreError::NoSuchKey { .. }) if condition == WriteCondition::IfAbsent => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let mut pending = blocking(|| store.begin_put(&r.route.bucket, &r.route.key))?;
     let payload = std::mem::replace(&mut r.payload, PayloadCheck::None);
     let outcome = receive_into_file(x, &r, payload, pending.file_mut()).await?;
@@ -447,11 +462,28 @@ async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error>
         attributes,
         checksum: stored_checksum(&outcome),
     };
-    let info = blocking(|| pending.commit(new))?;
+    let info = blocking(|| pending.commit_if(new, &condition))?;
     x.begin(200, r.request_id);
     set(x.headers(), "etag", &info.etag);
     write_body_checksum(x, &outcome);
     x.send_empty().await
+}
+
+/// The conditional-write headers of a PutObject: `If-None-Match: *` (create only) or
+/// `If-Match: <etag>` (replace only that version). S3 accepts no other `If-None-Match` value on a
+/// write.
+fn write_condition(h: &Headers) -> Result<WriteCondition, S3Error> {
+    match (h.get_str("if-none-match"), h.get_str("if-match")) {
+        (None, None) => Ok(WriteCondition::Always),
+        (Some(v), None) if v.trim() == "*" => Ok(WriteCondition::IfAbsent),
+        (Some(_), None) => Err(S3Error::not_implemented(
+            "If-None-Match on a write accepts only '*'",
+        )),
+        (None, Some(etag)) => Ok(WriteCondition::IfMatch(etag.trim().to_owned())),
+        (Some(_), Some(_)) => Err(S3Error::not_implemented(
+            "If-None-Match and If-Match together on a write",
+        )),
+    }
 }
 
 async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {

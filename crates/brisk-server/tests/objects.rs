@@ -9,7 +9,7 @@ use std::thread;
 
 use brisk_server::store::{
     Checksum, ChecksumAlgorithm, ChecksumType, ListQuery, NewObject, ObjectAttributes, Store,
-    StoreError,
+    StoreError, WriteCondition,
 };
 use common::*;
 use proptest::prelude::*;
@@ -513,4 +513,73 @@ fn concurrent_puts_of_one_key_never_tear() {
     // Every replaced version's file is gone: one object, one file, no temp files.
     assert_eq!(data_files(dir.path()).len(), 1);
     assert!(temp_files(dir.path()).is_empty());
+}
+
+#[test]
+fn conditional_commits_check_the_version_they_replace() {
+    let (dir, store) = store_with_bucket();
+    let put_if = |body: &[u8], etag: &str, condition: &WriteCondition| {
+        let mut pending = store.begin_put("bkt", "k").unwrap();
+        pending.write_all(body).unwrap();
+        pending.commit_if(new_object(etag), condition)
+    };
+    // Replace-only on a missing key: NoSuchKey, as S3 answers.
+    assert!(matches!(
+        put_if(b"x", "0", &WriteCondition::IfMatch("1".into())),
+        Err(StoreError::NoSuchKey { .. })
+    ));
+    put_if(b"first", "\"1\"", &WriteCondition::IfAbsent).unwrap();
+    assert!(matches!(
+        put_if(b"x", "2", &WriteCondition::IfAbsent),
+        Err(StoreError::PreconditionFailed {
+            condition: "If-None-Match"
+        })
+    ));
+    assert!(matches!(
+        put_if(b"x", "2", &WriteCondition::IfMatch("\"9\"".into())),
+        Err(StoreError::PreconditionFailed {
+            condition: "If-Match"
+        })
+    ));
+    // Quotes around the ETag do not matter.
+    put_if(b"second", "\"2\"", &WriteCondition::IfMatch("1".into())).unwrap();
+    assert_eq!(read_object(&store, "bkt", "k"), b"second");
+    // Refused writes leave no file behind: one data file, no temp files.
+    assert_eq!(data_files(dir.path()).len(), 1);
+    assert!(temp_files(dir.path()).is_empty());
+}
+
+#[test]
+fn concurrent_create_only_writes_of_one_key_have_one_winner() {
+    const WRITERS: usize = 8;
+    let (dir, store) = store_with_bucket();
+    let store = Arc::new(store);
+    let barrier = Arc::new(std::sync::Barrier::new(WRITERS));
+    let winners: Vec<usize> = thread::scope(|s| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let store = Arc::clone(&store);
+                let barrier = Arc::clone(&barrier);
+                s.spawn(move || {
+                    let mut pending = store.begin_put("bkt", "once").unwrap();
+                    pending.write_all(&[w as u8; 4096]).unwrap();
+                    barrier.wait();
+                    match pending.commit_if(new_object(&format!("w{w}")), &WriteCondition::IfAbsent)
+                    {
+                        Ok(_) => Some(w),
+                        Err(StoreError::PreconditionFailed { .. }) => None,
+                        Err(e) => panic!("unexpected error {e}"),
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert_eq!(winners.len(), 1, "exactly one create-only write commits");
+    let body = read_object(&store, "bkt", "once");
+    assert_eq!(body, vec![winners[0] as u8; 4096]);
+    assert_eq!(data_files(dir.path()).len(), 1);
 }

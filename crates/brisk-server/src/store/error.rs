@@ -44,6 +44,13 @@ pub enum StoreError {
         /// The limit.
         max: usize,
     },
+    /// A conditional write (`If-None-Match: *`, `If-Match: <etag>`) found the key in a state that
+    /// does not satisfy it (S3 `PreconditionFailed`); the condition names the header.
+    #[error("the {condition} condition of the write does not hold")]
+    PreconditionFailed {
+        /// The header whose condition failed.
+        condition: &'static str,
+    },
     /// The empty string is not a key (S3 addresses the bucket itself with it).
     #[error("the empty string is not a valid key")]
     EmptyKey,

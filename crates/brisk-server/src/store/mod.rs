@@ -48,6 +48,34 @@ pub use multipart::{
 };
 pub use names::{MAX_BUCKET_NAME_LEN, MAX_KEY_BYTES, MIN_BUCKET_NAME_LEN};
 pub use pending::{PendingObject, PendingPart};
+
+/// What must hold of a key's current version for a write to commit: S3's conditional writes
+/// (`If-None-Match: *` and `If-Match: <etag>` on PutObject).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// Commit whatever the key holds (a plain PUT).
+    #[default]
+    Always,
+    /// Commit only if the key does not exist (`If-None-Match: *`).
+    IfAbsent,
+    /// Commit only if the key exists with this ETag (`If-Match`; quotes are ignored).
+    IfMatch(String),
+}
+
+impl WriteCondition {
+    /// The header whose condition fails given the key's current ETag (`None`: the key is absent),
+    /// or `None` when the write may go ahead.
+    pub fn refused_by(&self, current_etag: Option<&str>) -> Option<&'static str> {
+        match (self, current_etag) {
+            (Self::Always, _) | (Self::IfAbsent, None) => None,
+            (Self::IfAbsent, Some(_)) => Some("If-None-Match"),
+            (Self::IfMatch(_), None) => Some("If-Match"),
+            (Self::IfMatch(expected), Some(etag)) => {
+                (etag.trim_matches('"') != expected.trim_matches('"')).then_some("If-Match")
+            }
+        }
+    }
+}
 pub use recovery::RecoveryReport;
 
 use layout::{DataId, IdGenerator, Layout};
@@ -529,6 +557,34 @@ impl Inner {
 
     /// Points `bucket`/`info.key` at `info` (taking a reference to its data file) and drops the
     /// replaced version's reference; returns the files whose last reference went.
+    fn check_write_condition(
+        &self,
+        txn: &WriteTransaction,
+        bucket: &str,
+        key: &str,
+        condition: &WriteCondition,
+    ) -> Result<()> {
+        if *condition == WriteCondition::Always {
+            return Ok(());
+        }
+        let objects = txn.open_table(OBJECTS)?;
+        let current = match objects.get(tables::object_key(bucket, key).as_slice())? {
+            Some(record) => Some(meta::decode_summary(key, record.value())?.0.etag),
+            None => None,
+        };
+        // S3 answers an `If-Match` write of a missing key with NoSuchKey, not PreconditionFailed.
+        if current.is_none() && matches!(condition, WriteCondition::IfMatch(_)) {
+            return Err(StoreError::NoSuchKey {
+                bucket: bucket.to_owned(),
+                key: key.to_owned(),
+            });
+        }
+        match condition.refused_by(current.as_deref()) {
+            None => Ok(()),
+            Some(failed) => Err(StoreError::PreconditionFailed { condition: failed }),
+        }
+    }
+
     fn put_record(
         &self,
         txn: &WriteTransaction,
@@ -550,9 +606,13 @@ impl Inner {
         data_id: DataId,
         size: u64,
         new: NewObject,
+        condition: &WriteCondition,
     ) -> Result<ObjectInfo> {
         let txn = self.begin_write()?;
         self.require_bucket_in(&txn, bucket)?;
+        // Checked inside the write transaction: no other commit of this key can slip in between the
+        // check and the write, so two `If-None-Match: *` PUTs of one key never both succeed.
+        self.check_write_condition(&txn, bucket, key, condition)?;
         let info = ObjectInfo {
             key: key.to_owned(),
             size,

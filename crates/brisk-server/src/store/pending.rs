@@ -7,12 +7,12 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::Inner;
 use super::error::Result;
 use super::fault::FaultPoint;
 use super::layout::{self, DataId};
 use super::meta::{NewObject, ObjectInfo};
 use super::multipart::PartInfo;
+use super::{Inner, WriteCondition};
 
 /// Where the body file currently is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,10 +141,23 @@ impl PendingObject {
     /// Makes the object visible: sync, rename into `data/`, then one metadata transaction that points
     /// the key at the new file. A concurrent PUT of the same key that commits later wins; readers that
     /// opened the previous version keep reading it.
-    pub fn commit(mut self, new: NewObject) -> Result<ObjectInfo> {
+    pub fn commit(self, new: NewObject) -> Result<ObjectInfo> {
+        self.commit_if(new, &WriteCondition::Always)
+    }
+
+    /// Like [`commit`](Self::commit), but only if `condition` holds of the key's current version at
+    /// the moment of the commit; otherwise the new data is discarded and the key left as it was.
+    pub fn commit_if(mut self, new: NewObject, condition: &WriteCondition) -> Result<ObjectInfo> {
         let size = self.temp.install()?;
         let inner = Arc::clone(self.temp.inner());
-        let info = inner.commit_object(&self.bucket, &self.key, self.temp.id(), size, new)?;
+        let info = inner.commit_object(
+            &self.bucket,
+            &self.key,
+            self.temp.id(),
+            size,
+            new,
+            condition,
+        )?;
         self.temp.committed();
         Ok(info)
     }
