@@ -237,7 +237,8 @@ async fn plan_recursive(
     Ok(plan)
 }
 
-/// Files under `dir` (recursively, sorted), as (`/`-separated relative path, path, size).
+/// Files under `dir` (recursively, sorted), as (`/`-separated relative path, path, size). Symbolic
+/// links to files are followed; links to directories are not (a link to an ancestor would never end).
 fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Result<(), CliError> {
     let what = || format!("read directory {}", dir.display());
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -255,7 +256,8 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Re
         let path = entry.path();
         let meta =
             std::fs::metadata(&path).map_err(|e| CliError::local(path.display().to_string(), e))?;
-        if meta.is_dir() {
+        let linked = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if meta.is_dir() && !linked {
             walk(&path, &rel, out)?;
         } else if meta.is_file() {
             out.push((rel, path, meta.len()));

@@ -367,6 +367,8 @@ fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, body).unwrap();
     }
+    // A link back to the root: followed, the walk would never end.
+    std::os::unix::fs::symlink(&tree, tree.join("sub/loop")).unwrap();
     let tree_s = tree.to_str().unwrap();
     let filters = ["--exclude", "*", "--include", "*.txt", "--exclude", "tmp/*"];
     let mut args = vec!["cp", tree_s, "s3://bkt/up", "--recursive"];
