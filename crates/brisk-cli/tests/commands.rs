@@ -663,3 +663,36 @@ fn completions_and_help_are_printed() {
         "{help}"
     );
 }
+
+#[test]
+fn no_sign_request_works_with_an_anonymous_server_and_missing_credentials_are_an_auth_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServeProcess::start(&dir.path().join("data"), &["--no-fsync", "--anonymous"]);
+    let brisk = Brisk::new(&server, dir.path());
+    let anonymous = |args: &[&str], stdin: Option<Vec<u8>>| {
+        let mut cmd = brisk.command(&["--no-sign-request"]);
+        cmd.args(args)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY");
+        run(cmd, stdin)
+    };
+    anonymous(&["mb", "s3://open"], None).ok();
+    // More than one part: the raw multipart requests go unsigned too.
+    let body = pattern(11 << 20, 3);
+    anonymous(&["cp", "-", "s3://open/k"], Some(body.clone())).ok();
+    anonymous(&["cp", "s3://open/k", "s3://open/k2"], None).ok();
+    let listed = anonymous(&["ls", "--json"], None).ok().json_lines();
+    assert_eq!(listed[0]["name"], "open");
+    assert!(anonymous(&["cat", "s3://open/k2"], None).ok().stdout == body);
+
+    let mut no_keys = brisk.command(&["ls"]);
+    no_keys
+        .env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY");
+    let refused = run(no_keys, None).failed_with(4);
+    assert!(
+        refused.stderr.contains("AWS_ACCESS_KEY_ID"),
+        "{}",
+        refused.stderr
+    );
+}
