@@ -40,7 +40,7 @@ pub async fn object_to_stdout(ctx: &Context, url: &S3Url) -> Result<u64, CliErro
     let block = ctx.part_size.clamp(1, MAX_STREAM_PART);
     let progress = Progress::new(Some(size), &url.to_string(), ctx.quiet);
     let mut out = tokio::io::stdout();
-    let mut pending: VecDeque<JoinHandle<Result<PooledBlock, Error>>> = VecDeque::new();
+    let mut pending: Tasks<PooledBlock> = Tasks::default();
     let mut next = 0u64;
     loop {
         while pending.len() < ctx.concurrency && next < size {
@@ -98,9 +98,14 @@ pub async fn object_to_stdout(ctx: &Context, url: &S3Url) -> Result<u64, CliErro
             break;
         };
         let buf = joined(task).await.map_err(|e| CliError::s3(action(), e))?;
-        out.write_all(buf.filled())
-            .await
-            .map_err(|e| CliError::local("write to stdout", e))?;
+        match out.write_all(buf.filled()).await {
+            // The reader has gone (`brisk cat ... | head`): stop quietly, as `cat` does.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                progress.finish();
+                return Ok(next);
+            }
+            other => other.map_err(|e| CliError::local("write to stdout", e))?,
+        }
         progress.add(buf.filled_len() as u64);
     }
     out.flush()
@@ -168,7 +173,7 @@ async fn upload_parts<R: AsyncRead + Unpin>(
 ) -> Result<u64, CliError> {
     let action = || format!("upload - to {url}");
     let part = ctx.part_size;
-    let mut in_flight: VecDeque<JoinHandle<Result<CompletedPart, Error>>> = VecDeque::new();
+    let mut in_flight: Tasks<CompletedPart> = Tasks::default();
     let mut parts = Vec::new();
     let mut total = 0u64;
     let mut number = 0u32;
@@ -241,6 +246,37 @@ async fn fill<R: AsyncRead + Unpin>(
     }
     block.set_filled_len(got);
     Ok(block)
+}
+
+/// Spawned transfer tasks in order, cancelled if dropped before they are awaited: a failed stream
+/// stops its other requests (and an aborted multipart upload receives no parts after the abort).
+struct Tasks<T>(VecDeque<JoinHandle<Result<T, Error>>>);
+
+impl<T> Default for Tasks<T> {
+    fn default() -> Self {
+        Self(VecDeque::new())
+    }
+}
+
+impl<T> std::ops::Deref for Tasks<T> {
+    type Target = VecDeque<JoinHandle<Result<T, Error>>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for Tasks<T> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for Tasks<T> {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// The result of a spawned transfer task (a panic in one is reported, not propagated).

@@ -505,6 +505,33 @@ fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget() {
         );
     }
 
+    // A reader that goes away (`brisk cat | head`) ends the stream quietly.
+    let mut early = brisk.command(&["cat", "s3://bkt/big"]);
+    let mut child = early
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    assert_eq!(first, body[..10]);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < COMMAND_LIMIT, "cat did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!((status.code(), stderr.as_str()), (Some(0), ""));
+
     // A stream that fits one part is one PUT; an empty one is an empty object.
     brisk
         .run_with_stdin(&["cp", "-", "s3://bkt/small"], b"tiny".to_vec())
