@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
-use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, Md5};
+use brisk_wire::checksum::Md5;
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer};
 use brisk_wire::xml::{
@@ -36,6 +36,7 @@ use brisk_wire::xml::{
 
 use crate::config::{ClientBuilder, ClientConfig, ConfigError, Scheme};
 use crate::error::{Error, Result, ServiceError};
+use crate::integrity::{CHECKSUM_MODE_HEADER, UploadChecksum, stored_checksum, verify};
 use crate::list::{ListObjects, ListOptions};
 use crate::metrics::{ClientMetrics, Counters};
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
@@ -104,9 +105,11 @@ pub enum PayloadSigning {
 pub struct PutOptions {
     /// `Content-Type` stored with the object.
     pub content_type: Option<String>,
-    /// How the payload is protected. A CRC32C checksum (`x-amz-checksum-crc32c`) is always sent, and
-    /// the server checks it.
+    /// How the payload is protected. A checksum header (`checksum`) is always sent, and the server
+    /// checks it.
     pub payload_signing: PayloadSigning,
+    /// The checksum sent with the body (CRC32C unless chosen otherwise).
+    pub checksum: UploadChecksum,
     /// Write only if no object exists under the key (`If-None-Match: *`).
     pub if_none_match_any: bool,
 }
@@ -116,8 +119,13 @@ pub struct PutOptions {
 pub struct PutResult {
     /// The new object's ETag.
     pub etag: Option<String>,
-    /// The CRC32C that was sent (base64), which the server verified.
+    /// The CRC32C that was sent (base64), which the server verified; empty when `checksum_algorithm`
+    /// is another algorithm.
     pub checksum_crc32c: String,
+    /// The algorithm of `checksum`.
+    pub checksum_algorithm: UploadChecksum,
+    /// The checksum that was sent (base64), which the server verified.
+    pub checksum: String,
 }
 
 /// A response whose head has been read; its body is still on the connection.
@@ -352,13 +360,13 @@ impl Client {
 
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget
     /// (waiting while the budget is full). One allocation whatever the size; the body goes from the
-    /// socket straight into it.
+    /// socket straight into it. A full-object checksum returned by the server is verified
+    /// ([`Error::ChecksumMismatch`]).
     pub async fn get_bytes(&self, bucket: &str, key: &str) -> Result<ExactBuf> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let response = self
-            .send(&RequestSpec::new("GET", Some(bucket), Some(key)))
-            .await?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let expected = stored_checksum(response.head());
         let length = body_length(&response)?;
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
@@ -367,18 +375,21 @@ impl Client {
         let mut buf = ExactBuf::new(&self.inner.config.memory_budget, length).await?;
         self.read_resuming(bucket, key, response, 0, &mut buf)
             .await?;
+        if let Some(expected) = expected {
+            verify(bucket, key, &expected, &buf)?;
+        }
         Ok(buf)
     }
 
     /// Reads the whole object into `dst` and returns its length. Fails with
     /// [`Error::BufferTooSmall`] (before reading any of it) if the object is larger than `dst`. The
-    /// body path allocates nothing.
+    /// body path allocates nothing. A full-object checksum returned by the server is verified
+    /// ([`Error::ChecksumMismatch`]; `dst` then holds bytes that must not be used).
     pub async fn get_into(&self, bucket: &str, key: &str, dst: &mut [u8]) -> Result<usize> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let response = self
-            .send(&RequestSpec::new("GET", Some(bucket), Some(key)))
-            .await?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let expected = stored_checksum(response.head());
         let length = body_length(&response)?;
         if length > dst.len() as u64 {
             return Err(Error::BufferTooSmall {
@@ -389,6 +400,9 @@ impl Client {
         let length = length as usize;
         self.read_resuming(bucket, key, response, 0, &mut dst[..length])
             .await?;
+        if let Some(expected) = expected {
+            verify(bucket, key, &expected, &dst[..length])?;
+        }
         Ok(length)
     }
 
@@ -531,7 +545,7 @@ impl Client {
         }
     }
 
-    /// Stores `body` under `bucket`/`key` in one PUT (up to 5 GiB), with a CRC32C checksum.
+    /// Stores `body` under `bucket`/`key` in one PUT (up to 5 GiB), with a CRC32C checksum header.
     pub async fn put(&self, bucket: &str, key: &str, body: &[u8]) -> Result<PutResult> {
         self.put_with(bucket, key, body, &PutOptions::default())
             .await
@@ -547,10 +561,10 @@ impl Client {
     ) -> Result<PutResult> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let checksum = Checksummer::checksum(ChecksumAlgorithm::Crc32c, body).to_base64();
+        let checksum = options.checksum.compute(body);
         let signed = self.signs_payload(options.payload_signing);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
-            .header(ChecksumAlgorithm::Crc32c.header_name(), checksum.clone());
+            .header(options.checksum.algorithm().header_name(), checksum.clone());
         if let Some(ct) = &options.content_type {
             spec = spec.header("content-type", ct.clone());
         }
@@ -568,7 +582,13 @@ impl Client {
         finish(response).await?;
         Ok(PutResult {
             etag,
-            checksum_crc32c: checksum,
+            checksum_crc32c: if options.checksum == UploadChecksum::Crc32c {
+                checksum.clone()
+            } else {
+                String::new()
+            },
+            checksum_algorithm: options.checksum,
+            checksum,
         })
     }
 
@@ -751,6 +771,11 @@ impl<E: Into<Error>> From<E> for Attempt {
             stale_reuse: false,
         }
     }
+}
+
+/// A GET of a whole object that asks for its stored checksum.
+fn whole_object_get<'a>(bucket: &'a str, key: &'a str) -> RequestSpec<'a> {
+    RequestSpec::new("GET", Some(bucket), Some(key)).header(CHECKSUM_MODE_HEADER, "ENABLED")
 }
 
 /// The declared body length of a GET response.

@@ -30,6 +30,7 @@
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod integrity;
 pub mod list;
 pub mod metrics;
 pub mod pool;
@@ -41,6 +42,7 @@ pub mod transfer;
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
 pub use error::{Error, Result, ServiceError};
+pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use retry::RetryPolicy;

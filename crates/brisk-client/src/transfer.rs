@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
-use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
 use brisk_wire::sigv4::PayloadHash;
 use brisk_wire::xml::{
     CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorDocument,
@@ -39,6 +38,7 @@ use tokio::task::JoinSet;
 
 use crate::client::{Client, PayloadSigning, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
+use crate::integrity::UploadChecksum;
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
@@ -67,6 +67,9 @@ pub struct TransferOptions {
     pub parts_in_flight: usize,
     /// How upload parts are protected.
     pub payload_signing: PayloadSigning,
+    /// The checksum sent with each upload part (and the algorithm the multipart upload is created
+    /// with). CRC32C unless chosen otherwise.
+    pub checksum: UploadChecksum,
 }
 
 impl Default for TransferOptions {
@@ -75,6 +78,7 @@ impl Default for TransferOptions {
             part_size: DEFAULT_PART_SIZE,
             parts_in_flight: DEFAULT_PARTS_IN_FLIGHT,
             payload_signing: PayloadSigning::Auto,
+            checksum: UploadChecksum::Crc32c,
         }
     }
 }
@@ -141,6 +145,7 @@ impl Client {
                     &block[..size as usize],
                     &crate::PutOptions {
                         payload_signing: options.payload_signing,
+                        checksum: options.checksum,
                         ..crate::PutOptions::default()
                     },
                 )
@@ -159,7 +164,9 @@ impl Client {
                 ),
             });
         }
-        let upload_id = self.create_multipart_upload(bucket, key).await?;
+        let upload_id = self
+            .create_multipart_upload(bucket, key, options.checksum)
+            .await?;
         let uploaded = self
             .upload_parts(bucket, key, &upload_id, &file, path, size, options)
             .await;
@@ -225,6 +232,7 @@ impl Client {
                             part_number,
                             &block[..len],
                             signed,
+                            options.checksum,
                         )
                         .await
                 });
@@ -245,11 +253,14 @@ impl Client {
         Ok(done)
     }
 
-    async fn create_multipart_upload(&self, bucket: &str, key: &str) -> Result<String> {
-        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key)).header(
-            "x-amz-checksum-algorithm",
-            ChecksumAlgorithm::Crc32c.s3_name(),
-        );
+    pub(crate) async fn create_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        checksum: UploadChecksum,
+    ) -> Result<String> {
+        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
+            .header("x-amz-checksum-algorithm", checksum.algorithm().s3_name());
         spec.query = "uploads=".into();
         let mut response = self.send(&spec).await?;
         let xml = read_small_body(&mut response).await?;
@@ -257,7 +268,8 @@ impl Client {
         Ok(InitiateMultipartUploadResult::parse(&xml)?.upload_id)
     }
 
-    async fn upload_part(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn upload_part(
         &self,
         bucket: &str,
         key: &str,
@@ -265,10 +277,11 @@ impl Client {
         part_number: u32,
         data: &[u8],
         signed: bool,
+        algorithm: UploadChecksum,
     ) -> Result<CompletedPart> {
-        let checksum = Checksummer::checksum(ChecksumAlgorithm::Crc32c, data).to_base64();
+        let checksum = algorithm.compute(data);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
-            .header(ChecksumAlgorithm::Crc32c.header_name(), checksum.clone());
+            .header(algorithm.algorithm().header_name(), checksum.clone());
         push_query(&mut spec.query, "partNumber", &part_number.to_string());
         push_query(&mut spec.query, "uploadId", upload_id);
         spec.payload = if signed {
@@ -289,11 +302,11 @@ impl Client {
             etag,
             ..CompletedPart::default()
         };
-        part.checksums.set(ChecksumAlgorithm::Crc32c, checksum);
+        part.checksums.set(algorithm.algorithm(), checksum);
         Ok(part)
     }
 
-    async fn complete_multipart_upload(
+    pub(crate) async fn complete_multipart_upload(
         &self,
         bucket: &str,
         key: &str,
@@ -324,7 +337,12 @@ impl Client {
         Ok(CompleteMultipartUploadResult::parse(&xml)?.etag)
     }
 
-    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+    pub(crate) async fn abort_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<()> {
         let mut spec = RequestSpec::new("DELETE", Some(bucket), Some(key));
         push_query(&mut spec.query, "uploadId", upload_id);
         let response = self.send(&spec).await?;
