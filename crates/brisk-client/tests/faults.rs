@@ -565,3 +565,89 @@ async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
     })
     .await;
 }
+
+/// A GET answered with `body` and a CRC32C header computed over `stored`, checking that the client
+/// asked for the stored checksum.
+fn object_with_crc32c(body: &'static [u8], stored: &'static [u8]) -> Script {
+    Arc::new(move |_, head: &RequestHead| {
+        assert_eq!(
+            head.headers().get_str("x-amz-checksum-mode"),
+            Some("ENABLED"),
+            "a whole-object GET asks for the stored checksum"
+        );
+        Action::Respond {
+            status: 200,
+            headers: vec![
+                ("etag", "\"e1\"".into()),
+                (
+                    "x-amz-checksum-crc32c",
+                    brisk_client::UploadChecksum::Crc32c.compute(stored),
+                ),
+            ],
+            body: body.to_vec(),
+        }
+    })
+}
+
+#[tokio::test]
+async fn damaged_bytes_are_an_error_not_data() {
+    bounded(async {
+        let (endpoint, _) = stand_in(object_with_crc32c(b"hellO world", b"hello world")).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        let err = c.get_bytes("bucket", "key").await.unwrap_err();
+        match &err {
+            Error::ChecksumMismatch {
+                algorithm,
+                expected,
+                computed,
+                ..
+            } => {
+                assert_eq!(*algorithm, "CRC32C");
+                assert_ne!(expected, computed);
+            }
+            other => panic!("expected ChecksumMismatch, got {other:?}"),
+        }
+        assert!(err.to_string().contains("bucket/key"), "{err}");
+        let mut buf = [0u8; 64];
+        let err = c.get_into("bucket", "key", &mut buf).await.unwrap_err();
+        assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn intact_bytes_with_a_checksum_are_returned() {
+    bounded(async {
+        let (endpoint, _) = stand_in(object_with_crc32c(b"hello world", b"hello world")).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        assert_eq!(
+            &c.get_bytes("bucket", "key").await.unwrap()[..],
+            b"hello world"
+        );
+        let mut buf = [0u8; 64];
+        assert_eq!(c.get_into("bucket", "key", &mut buf).await.unwrap(), 11);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn composite_checksums_of_multipart_objects_are_not_mistaken_for_damage() {
+    bounded(async {
+        let (endpoint, _) = stand_in(Arc::new(|_, _: &RequestHead| Action::Respond {
+            status: 200,
+            headers: vec![
+                ("etag", "\"e1-2\"".into()),
+                ("x-amz-checksum-crc32c", "AAAAAA==-2".into()),
+                ("x-amz-checksum-type", "COMPOSITE".into()),
+            ],
+            body: b"two parts".to_vec(),
+        }))
+        .await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        assert_eq!(
+            &c.get_bytes("bucket", "key").await.unwrap()[..],
+            b"two parts"
+        );
+    })
+    .await;
+}
