@@ -215,6 +215,11 @@ impl Client {
         }
     }
 
+    /// Counts a read resumed after its connection failed mid-body.
+    pub(crate) fn count_resumed_read(&self) {
+        Counters::add(&self.inner.counters.resumed_reads);
+    }
+
     /// Counters since the client was built.
     pub fn metrics(&self) -> ClientMetrics {
         self.inner.counters.snapshot()
@@ -774,12 +779,12 @@ impl<E: Into<Error>> From<E> for Attempt {
 }
 
 /// A GET of a whole object that asks for its stored checksum.
-fn whole_object_get<'a>(bucket: &'a str, key: &'a str) -> RequestSpec<'a> {
+pub(crate) fn whole_object_get<'a>(bucket: &'a str, key: &'a str) -> RequestSpec<'a> {
     RequestSpec::new("GET", Some(bucket), Some(key)).header(CHECKSUM_MODE_HEADER, "ENABLED")
 }
 
 /// The declared body length of a GET response.
-fn body_length(response: &Response) -> Result<u64> {
+pub(crate) fn body_length(response: &Response) -> Result<u64> {
     match response.conn_framing() {
         BodyFraming::ContentLength(n) => Ok(n),
         BodyFraming::Empty => Ok(0),

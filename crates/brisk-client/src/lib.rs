@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod pool;
 pub mod request;
 pub mod retry;
+pub mod stream;
 mod tls;
 pub mod transfer;
 
@@ -46,6 +47,7 @@ pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use retry::RetryPolicy;
+pub use stream::ObjectStream;
 pub use transfer::{TransferOptions, UploadResult};
 
 /// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).

@@ -513,3 +513,39 @@ fn raw_put(url: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
     stream.read_exact(&mut head).unwrap();
     std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap()
 }
+
+/// `get_stream` reassembles objects whatever the caller's buffer size, and ends cleanly on empty ones.
+#[tokio::test]
+async fn streamed_reads_reassemble_the_object() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "stream").await;
+        let body = pattern(3 * 1024 * 1024 + 5, 9);
+        c.put(&bucket, "s", &body).await.unwrap();
+        for buffer in [1000usize, 64 * 1024, 1024 * 1024] {
+            let mut stream = c.get_stream(&bucket, "s").await.unwrap();
+            assert_eq!(stream.content_length(), body.len() as u64);
+            let mut got = Vec::with_capacity(body.len());
+            let mut buf = vec![0u8; buffer];
+            loop {
+                let n = stream.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert!(got == body, "buffer of {buffer} bytes");
+            assert_eq!(stream.received(), body.len() as u64);
+        }
+        c.put(&bucket, "empty", b"").await.unwrap();
+        let mut stream = c.get_stream(&bucket, "empty").await.unwrap();
+        assert_eq!(stream.read(&mut [0u8; 16]).await.unwrap(), 0);
+        assert!(matches!(
+            c.get_stream(&bucket, "missing").await,
+            Err(Error::NoSuchKey(_))
+        ));
+        // Every stream gave its connection back.
+        assert!(c.metrics().connections_opened <= 2, "{:?}", c.metrics());
+    })
+    .await;
+}

@@ -651,3 +651,44 @@ async fn composite_checksums_of_multipart_objects_are_not_mistaken_for_damage() 
     })
     .await;
 }
+
+/// Reads a stream to its end in 7,000-byte steps.
+async fn read_stream(stream: &mut brisk_client::ObjectStream) -> Result<Vec<u8>, Error> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 7_000];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(got);
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_body_resumes_pinned_to_the_etag() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(cut_then(partial_if_unchanged)).await;
+        let c = client(&endpoint, fast_retries(3), LIMIT);
+        let mut stream = c.get_stream("bucket", "key").await.unwrap();
+        let got = read_stream(&mut stream).await.unwrap();
+        assert!(got == object_bytes());
+        assert_eq!(c.metrics().resumed_reads, 1);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[1].range.as_deref(), Some("bytes=40000-99999"));
+        assert_eq!(seen[1].if_match.as_deref(), Some("\"v1\""));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_of_damaged_bytes_ends_in_an_error() {
+    bounded(async {
+        let (endpoint, _) = stand_in(object_with_crc32c(b"hellO world", b"hello world")).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        let mut stream = c.get_stream("bucket", "key").await.unwrap();
+        let err = read_stream(&mut stream).await.unwrap_err();
+        assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err:?}");
+    })
+    .await;
+}
