@@ -236,7 +236,7 @@ fn launcher() -> Box<dyn ServerLauncher> {
         name.ends_with(BRISK_SERVE_BINARY_SUFFIX).then_some("brisk")
     };
     let chosen = std::env::var("BRISK_TEST_SERVER").ok();
-    match chosen.as_deref().or_else(|| own_choice()) {
+    match chosen.as_deref().or_else(own_choice) {
         Some("minio") | None => Box::new(Minio),
         Some("brisk") => Box::new(BriskServe),
         Some(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio, brisk)"),
