@@ -39,6 +39,7 @@ pub mod retry;
 pub mod stream;
 mod tls;
 pub mod transfer;
+pub mod upload_stream;
 
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};

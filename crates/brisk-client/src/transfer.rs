@@ -103,6 +103,12 @@ impl TransferOptions {
     }
 }
 
+/// Checks options for an upload (part size within S3's and the pool's limits, at least one part in
+/// flight).
+pub(crate) fn check_upload_options(options: &TransferOptions) -> Result<()> {
+    options.check(true)
+}
+
 /// What an upload produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadResult {

@@ -549,3 +549,31 @@ async fn streamed_reads_reassemble_the_object() {
     })
     .await;
 }
+
+/// `upload_reader`: a stream that ends within the first part is one PUT; a longer one is a multipart
+/// upload whose last part is the rest.
+#[tokio::test]
+async fn uploads_from_a_reader_of_unknown_length() {
+    use brisk_client::TransferOptions;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "reader").await;
+        let options = TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 2,
+            ..TransferOptions::default()
+        };
+        for (len, parts) in [(0usize, 1u32), (1_000, 1), (12 * 1024 * 1024 + 3, 3)] {
+            let body = pattern(len, 11);
+            let key = format!("r{len}");
+            let mut reader = &body[..];
+            let result = c
+                .upload_reader(&bucket, &key, &mut reader, options)
+                .await
+                .unwrap();
+            assert_eq!((result.size, result.parts), (len as u64, parts));
+            assert!(c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..]);
+        }
+    })
+    .await;
+}

@@ -692,3 +692,75 @@ async fn a_stream_of_damaged_bytes_ends_in_an_error() {
     })
     .await;
 }
+
+/// Yields `good` bytes of data, then an I/O error.
+struct FailingReader {
+    good: usize,
+}
+
+impl tokio::io::AsyncRead for FailingReader {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.good == 0 {
+            return std::task::Poll::Ready(Err(std::io::Error::other("source went away")));
+        }
+        let n = self.good.min(buf.remaining());
+        buf.put_slice(&vec![3u8; n]);
+        self.good -= n;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_upload_stream_aborts_its_multipart_upload() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            match head.method() {
+                "POST" if head.target().ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP2</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => Action::Respond {
+                    status: 200,
+                    headers: vec![("etag", "\"p\"".into())],
+                    body: vec![],
+                },
+                "DELETE" => Action::Respond {
+                    status: 204,
+                    headers: vec![],
+                    body: vec![],
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            ..brisk_client::TransferOptions::default()
+        };
+        let mut reader = FailingReader {
+            good: 6 * 1024 * 1024,
+        };
+        let err = c
+            .upload_reader("bucket", "key", &mut reader, options)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("source went away"), "{err}");
+        let seen = seen.lock().unwrap();
+        let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+        assert_eq!(methods.first(), Some(&"POST"));
+        assert_eq!(methods.last(), Some(&"DELETE"));
+        assert_eq!(seen.last().unwrap().target, "/bucket/key?uploadId=UP2");
+    })
+    .await;
+}
