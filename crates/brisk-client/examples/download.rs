@@ -11,7 +11,14 @@ use std::time::Instant;
 use brisk_client::TransferOptions;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), brisk_client::Error> {
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("download: {{e}}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), brisk_client::Error> {
     let args = args::Args::parse("download --endpoint-url URL --bucket NAME --key KEY --file PATH");
     let client = args.client();
     let started = Instant::now();

@@ -8,7 +8,14 @@ mod args;
 use std::time::Instant;
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), brisk_client::Error> {
+async fn main() {
+    if let Err(e) = run().await {
+        eprintln!("get_bytes: {{e}}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), brisk_client::Error> {
     let args = args::Args::parse("get_bytes --endpoint-url URL --bucket NAME --key KEY");
     let client = args.client();
     let started = Instant::now();

@@ -7,7 +7,14 @@ mod args;
 
 use std::time::Duration;
 
-fn main() -> Result<(), brisk_client::Error> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("presign: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), brisk_client::Error> {
     let args = args::Args::parse(
         "presign --endpoint-url URL --bucket NAME --key KEY [--method GET|PUT] [--expires-secs N]",
     );
