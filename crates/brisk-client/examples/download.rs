@@ -13,7 +13,7 @@ use brisk_client::TransferOptions;
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     if let Err(e) = run().await {
-        eprintln!("download: {{e}}");
+        eprintln!("download: {e}");
         std::process::exit(1);
     }
 }

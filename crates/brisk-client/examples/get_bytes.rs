@@ -10,7 +10,7 @@ use std::time::Instant;
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     if let Err(e) = run().await {
-        eprintln!("get_bytes: {{e}}");
+        eprintln!("get_bytes: {e}");
         std::process::exit(1);
     }
 }

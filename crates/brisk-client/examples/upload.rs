@@ -13,7 +13,7 @@ use brisk_client::TransferOptions;
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     if let Err(e) = run().await {
-        eprintln!("upload: {{e}}");
+        eprintln!("upload: {e}");
         std::process::exit(1);
     }
 }
