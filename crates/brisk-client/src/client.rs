@@ -29,7 +29,8 @@ use std::time::{Duration, SystemTime};
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
 use brisk_wire::checksum::Md5;
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
-use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer};
+use brisk_wire::sigv4::chunked::CRLF;
+use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder};
 use brisk_wire::xml::{
     CreateBucketConfiguration, Delete, DeleteResult, ErrorDocument, ObjectIdentifier, XmlDocument,
 };
@@ -279,7 +280,9 @@ impl Client {
         let exchange = async {
             let (c, response_head) = conn.parts();
             if !expects_continue(spec.body.len()) {
-                c.write_request(&head, spec.body).await?;
+                c.queue_request_head(&head);
+                write_body(c, spec).await?;
+                c.flush().await?;
                 return c.read_response_head(response_head, spec.method).await;
             }
             c.queue_request_head(&head);
@@ -290,7 +293,7 @@ impl Client {
                 // The server answered without wanting the body: that answer is the response.
                 ContinueOutcome::Final => Ok(()),
                 ContinueOutcome::Continue | ContinueOutcome::TimedOut => {
-                    c.write_body(spec.body).await?;
+                    write_body(c, spec).await?;
                     c.flush().await?;
                     c.read_response_head(response_head, spec.method).await
                 }
@@ -761,6 +764,35 @@ impl Client {
             target.host_header, target.path, presigned.query
         ))
     }
+}
+
+/// Writes `spec`'s body after the queued head: as it is (one vectored write with the head), or
+/// aws-chunked with its checksum computed chunk by chunk as the chunks go out and sent as the
+/// trailer. The payload is written from where it is in both cases.
+async fn write_body(
+    c: &mut crate::pool::Connection,
+    spec: &RequestSpec<'_>,
+) -> Result<(), brisk_wire::http::HttpError> {
+    let Some(trailer) = spec.trailer else {
+        return c.write_body(spec.body).await;
+    };
+    let mut summer = brisk_wire::checksum::Checksummer::new(trailer.algorithm.algorithm());
+    for chunk in spec.body.chunks(crate::request::AWS_CHUNK_SIZE) {
+        summer.update(chunk);
+        c.write_body(UnsignedChunkEncoder::chunk_header(chunk.len() as u64).as_bytes())
+            .await?;
+        c.write_body(chunk).await?;
+        c.write_body(CRLF).await?;
+    }
+    let value = summer.finalize().to_base64();
+    let last = UnsignedChunkEncoder::final_chunk_with_trailers(&[(
+        trailer.algorithm.algorithm().header_name(),
+        &value,
+    )])
+    .expect("a checksum header name and a base64 value are a valid trailer");
+    c.write_body(&last).await?;
+    trailer.set(value);
+    Ok(())
 }
 
 /// A failed attempt, and whether it failed only because a reused connection was dead.

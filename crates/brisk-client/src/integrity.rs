@@ -7,9 +7,13 @@
 //! server recomputes it and refuses the request (`BadDigest`) if the bytes changed on the way. The
 //! algorithm is [`UploadChecksum`]: CRC32C by default (hardware-accelerated, about 20 GiB/s with
 //! `crc-fast` on x86-64, so it costs far less than the network), CRC64NVME, or SHA-256 (about
-//! 1.4 GiB/s, for stores that require it). Every upload body brisk sends is in memory (the caller's
-//! slice or a pooled part block) before its head is written, so the checksum is known in time for
-//! a header and no aws-chunked trailer framing is needed.
+//! 1.4 GiB/s, for stores that require it).
+//!
+//! Where it travels: a single PUT of in-memory bytes, and any part whose payload is signed (its
+//! SHA-256 is needed before the head anyway), carries it as a header. A part sent unsigned
+//! (`PayloadSigning::Unsigned`, or `Auto` over TLS) is sent aws-chunked
+//! (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`, 1 MiB chunks) with the checksum computed chunk by chunk
+//! as the chunks are written and sent as the trailer: one pass over the part instead of two.
 //!
 //! # Downloads
 //!

@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 use crate::client::{Client, PayloadSigning, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::UploadChecksum;
-use crate::request::{RequestSpec, check_bucket, check_key, push_query};
+use crate::request::{RequestSpec, TrailingChecksum, check_bucket, check_key, push_query};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
 /// is one block with nothing wasted). At 100 ms per request a part moves at 80 MiB/s per
@@ -285,18 +285,26 @@ impl Client {
         signed: bool,
         algorithm: UploadChecksum,
     ) -> Result<CompletedPart> {
-        let checksum = algorithm.compute(data);
-        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
-            .header(algorithm.algorithm().header_name(), checksum.clone());
+        // A signed payload needs its SHA-256 before the head, so its checksum goes in a header too;
+        // an unsigned one is sent aws-chunked with the checksum computed while it is written.
+        let trailer = TrailingChecksum::new(algorithm);
+        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key));
+        let header_checksum = if signed {
+            let checksum = algorithm.compute(data);
+            spec = spec.header(algorithm.algorithm().header_name(), checksum.clone());
+            spec.payload = PayloadHash::of(data);
+            spec.body = data;
+            Some(checksum)
+        } else {
+            spec = spec.aws_chunked(data, &trailer);
+            None
+        };
         push_query(&mut spec.query, "partNumber", &part_number.to_string());
         push_query(&mut spec.query, "uploadId", upload_id);
-        spec.payload = if signed {
-            PayloadHash::of(data)
-        } else {
-            PayloadHash::Unsigned
-        };
-        spec.body = data;
         let response = self.send(&spec).await?;
+        let checksum = header_checksum
+            .or_else(|| trailer.value())
+            .expect("a part was sent, so its checksum was computed");
         let etag = response.header("etag").map(str::to_owned).ok_or_else(|| {
             Error::UnexpectedResponse {
                 what: format!("UploadPart {part_number} answered without an ETag"),

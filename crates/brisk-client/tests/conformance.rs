@@ -426,7 +426,7 @@ async fn memory_budget_pays_for_get_bytes() {
 /// then reads back through the verifying GETs.
 #[tokio::test]
 async fn every_upload_checksum_is_accepted_and_reads_back() {
-    use brisk_client::{TransferOptions, UploadChecksum};
+    use brisk_client::{PayloadSigning, TransferOptions, UploadChecksum};
     bounded(STEP, async {
         let c = client();
         let bucket = new_bucket(&c, "checksums").await;
@@ -453,16 +453,21 @@ async fn every_upload_checksum_is_accepted_and_reads_back() {
             );
             assert!(c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..]);
 
-            let key = format!("multipart-{choice:?}");
-            let options = TransferOptions {
-                part_size: 5 * 1024 * 1024,
-                checksum: choice,
-                ..TransferOptions::default()
-            };
-            let uploaded = c.upload(&bucket, &key, &file, options).await.unwrap();
-            assert_eq!(uploaded.parts, 3, "{choice:?}");
-            let got = c.get_bytes(&bucket, &key).await.unwrap();
-            assert!(got[..] == large[..], "{choice:?}");
+            // Signed parts carry the checksum in a header; unsigned ones are sent aws-chunked
+            // (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`) with the checksum as a trailer.
+            for signing in [PayloadSigning::Signed, PayloadSigning::Unsigned] {
+                let key = format!("multipart-{choice:?}-{signing:?}");
+                let options = TransferOptions {
+                    part_size: 5 * 1024 * 1024,
+                    checksum: choice,
+                    payload_signing: signing,
+                    ..TransferOptions::default()
+                };
+                let uploaded = c.upload(&bucket, &key, &file, options).await.unwrap();
+                assert_eq!(uploaded.parts, 3, "{choice:?} {signing:?}");
+                let got = c.get_bytes(&bucket, &key).await.unwrap();
+                assert!(got[..] == large[..], "{choice:?} {signing:?}");
+            }
         }
     })
     .await;
