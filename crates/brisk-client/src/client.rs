@@ -27,15 +27,17 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
-use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, Md5};
+use brisk_wire::checksum::Md5;
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
-use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer};
+use brisk_wire::sigv4::chunked::CRLF;
+use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder};
 use brisk_wire::xml::{
     CreateBucketConfiguration, Delete, DeleteResult, ErrorDocument, ObjectIdentifier, XmlDocument,
 };
 
 use crate::config::{ClientBuilder, ClientConfig, ConfigError, Scheme};
 use crate::error::{Error, Result, ServiceError};
+use crate::integrity::{CHECKSUM_MODE_HEADER, UploadChecksum, stored_checksum, verify};
 use crate::list::{ListObjects, ListOptions};
 use crate::metrics::{ClientMetrics, Counters};
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
@@ -104,9 +106,11 @@ pub enum PayloadSigning {
 pub struct PutOptions {
     /// `Content-Type` stored with the object.
     pub content_type: Option<String>,
-    /// How the payload is protected. A CRC32C checksum (`x-amz-checksum-crc32c`) is always sent, and
-    /// the server checks it.
+    /// How the payload is protected. A checksum header (`checksum`) is always sent, and the server
+    /// checks it.
     pub payload_signing: PayloadSigning,
+    /// The checksum sent with the body (CRC32C unless chosen otherwise).
+    pub checksum: UploadChecksum,
     /// Write only if no object exists under the key (`If-None-Match: *`).
     pub if_none_match_any: bool,
 }
@@ -116,8 +120,13 @@ pub struct PutOptions {
 pub struct PutResult {
     /// The new object's ETag.
     pub etag: Option<String>,
-    /// The CRC32C that was sent (base64), which the server verified.
+    /// The CRC32C that was sent (base64), which the server verified; empty when `checksum_algorithm`
+    /// is another algorithm.
     pub checksum_crc32c: String,
+    /// The algorithm of `checksum`.
+    pub checksum_algorithm: UploadChecksum,
+    /// The checksum that was sent (base64), which the server verified.
+    pub checksum: String,
 }
 
 /// A response whose head has been read; its body is still on the connection.
@@ -207,6 +216,11 @@ impl Client {
         }
     }
 
+    /// Counts a read resumed after its connection failed mid-body.
+    pub(crate) fn count_resumed_read(&self) {
+        Counters::add(&self.inner.counters.resumed_reads);
+    }
+
     /// Counters since the client was built.
     pub fn metrics(&self) -> ClientMetrics {
         self.inner.counters.snapshot()
@@ -266,7 +280,9 @@ impl Client {
         let exchange = async {
             let (c, response_head) = conn.parts();
             if !expects_continue(spec.body.len()) {
-                c.write_request(&head, spec.body).await?;
+                c.queue_request_head(&head);
+                write_body(c, spec).await?;
+                c.flush().await?;
                 return c.read_response_head(response_head, spec.method).await;
             }
             c.queue_request_head(&head);
@@ -277,7 +293,7 @@ impl Client {
                 // The server answered without wanting the body: that answer is the response.
                 ContinueOutcome::Final => Ok(()),
                 ContinueOutcome::Continue | ContinueOutcome::TimedOut => {
-                    c.write_body(spec.body).await?;
+                    write_body(c, spec).await?;
                     c.flush().await?;
                     c.read_response_head(response_head, spec.method).await
                 }
@@ -352,13 +368,13 @@ impl Client {
 
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget
     /// (waiting while the budget is full). One allocation whatever the size; the body goes from the
-    /// socket straight into it.
+    /// socket straight into it. A full-object checksum returned by the server is verified
+    /// ([`Error::ChecksumMismatch`]).
     pub async fn get_bytes(&self, bucket: &str, key: &str) -> Result<ExactBuf> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let response = self
-            .send(&RequestSpec::new("GET", Some(bucket), Some(key)))
-            .await?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let expected = stored_checksum(response.head());
         let length = body_length(&response)?;
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
@@ -367,18 +383,21 @@ impl Client {
         let mut buf = ExactBuf::new(&self.inner.config.memory_budget, length).await?;
         self.read_resuming(bucket, key, response, 0, &mut buf)
             .await?;
+        if let Some(expected) = expected {
+            verify(bucket, key, &expected, &buf)?;
+        }
         Ok(buf)
     }
 
     /// Reads the whole object into `dst` and returns its length. Fails with
     /// [`Error::BufferTooSmall`] (before reading any of it) if the object is larger than `dst`. The
-    /// body path allocates nothing.
+    /// body path allocates nothing. A full-object checksum returned by the server is verified
+    /// ([`Error::ChecksumMismatch`]; `dst` then holds bytes that must not be used).
     pub async fn get_into(&self, bucket: &str, key: &str, dst: &mut [u8]) -> Result<usize> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let response = self
-            .send(&RequestSpec::new("GET", Some(bucket), Some(key)))
-            .await?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let expected = stored_checksum(response.head());
         let length = body_length(&response)?;
         if length > dst.len() as u64 {
             return Err(Error::BufferTooSmall {
@@ -389,6 +408,9 @@ impl Client {
         let length = length as usize;
         self.read_resuming(bucket, key, response, 0, &mut dst[..length])
             .await?;
+        if let Some(expected) = expected {
+            verify(bucket, key, &expected, &dst[..length])?;
+        }
         Ok(length)
     }
 
@@ -531,7 +553,7 @@ impl Client {
         }
     }
 
-    /// Stores `body` under `bucket`/`key` in one PUT (up to 5 GiB), with a CRC32C checksum.
+    /// Stores `body` under `bucket`/`key` in one PUT (up to 5 GiB), with a CRC32C checksum header.
     pub async fn put(&self, bucket: &str, key: &str, body: &[u8]) -> Result<PutResult> {
         self.put_with(bucket, key, body, &PutOptions::default())
             .await
@@ -547,10 +569,10 @@ impl Client {
     ) -> Result<PutResult> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let checksum = Checksummer::checksum(ChecksumAlgorithm::Crc32c, body).to_base64();
+        let checksum = options.checksum.compute(body);
         let signed = self.signs_payload(options.payload_signing);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
-            .header(ChecksumAlgorithm::Crc32c.header_name(), checksum.clone());
+            .header(options.checksum.algorithm().header_name(), checksum.clone());
         if let Some(ct) = &options.content_type {
             spec = spec.header("content-type", ct.clone());
         }
@@ -568,7 +590,13 @@ impl Client {
         finish(response).await?;
         Ok(PutResult {
             etag,
-            checksum_crc32c: checksum,
+            checksum_crc32c: if options.checksum == UploadChecksum::Crc32c {
+                checksum.clone()
+            } else {
+                String::new()
+            },
+            checksum_algorithm: options.checksum,
+            checksum,
         })
     }
 
@@ -738,6 +766,35 @@ impl Client {
     }
 }
 
+/// Writes `spec`'s body after the queued head: as it is (one vectored write with the head), or
+/// aws-chunked with its checksum computed chunk by chunk as the chunks go out and sent as the
+/// trailer. The payload is written from where it is in both cases.
+async fn write_body(
+    c: &mut crate::pool::Connection,
+    spec: &RequestSpec<'_>,
+) -> Result<(), brisk_wire::http::HttpError> {
+    let Some(trailer) = spec.trailer else {
+        return c.write_body(spec.body).await;
+    };
+    let mut summer = brisk_wire::checksum::Checksummer::new(trailer.algorithm.algorithm());
+    for chunk in spec.body.chunks(crate::request::AWS_CHUNK_SIZE) {
+        summer.update(chunk);
+        c.write_body(UnsignedChunkEncoder::chunk_header(chunk.len() as u64).as_bytes())
+            .await?;
+        c.write_body(chunk).await?;
+        c.write_body(CRLF).await?;
+    }
+    let value = summer.finalize().to_base64();
+    let last = UnsignedChunkEncoder::final_chunk_with_trailers(&[(
+        trailer.algorithm.algorithm().header_name(),
+        &value,
+    )])
+    .expect("a checksum header name and a base64 value are a valid trailer");
+    c.write_body(&last).await?;
+    trailer.set(value);
+    Ok(())
+}
+
 /// A failed attempt, and whether it failed only because a reused connection was dead.
 struct Attempt {
     error: Error,
@@ -753,8 +810,13 @@ impl<E: Into<Error>> From<E> for Attempt {
     }
 }
 
+/// A GET of a whole object that asks for its stored checksum.
+pub(crate) fn whole_object_get<'a>(bucket: &'a str, key: &'a str) -> RequestSpec<'a> {
+    RequestSpec::new("GET", Some(bucket), Some(key)).header(CHECKSUM_MODE_HEADER, "ENABLED")
+}
+
 /// The declared body length of a GET response.
-fn body_length(response: &Response) -> Result<u64> {
+pub(crate) fn body_length(response: &Response) -> Result<u64> {
     match response.conn_framing() {
         BodyFraming::ContentLength(n) => Ok(n),
         BodyFraming::Empty => Ok(0),

@@ -177,6 +177,18 @@ pub enum Error {
     /// The object (or range) is larger than the buffer it was to be read into.
     #[error("object of {length} bytes does not fit in a {capacity}-byte buffer")]
     BufferTooSmall { length: u64, capacity: usize },
+    /// The bytes received do not have the checksum the server stored with the object: they were
+    /// damaged on the way (or the server holds damaged data). The bytes must not be used.
+    #[error(
+        "{algorithm} checksum mismatch on {bucket}/{key}: the server stored {expected}, the bytes received give {computed}"
+    )]
+    ChecksumMismatch {
+        bucket: String,
+        key: String,
+        algorithm: &'static str,
+        expected: String,
+        computed: String,
+    },
     /// The response did not say how long its body is, so no exact buffer could be sized.
     #[error(
         "the response has no Content-Length; brisk reads objects only into buffers sized in advance"

@@ -30,20 +30,25 @@
 pub mod client;
 pub mod config;
 pub mod error;
+pub mod integrity;
 pub mod list;
 pub mod metrics;
 pub mod pool;
 pub mod request;
 pub mod retry;
+pub mod stream;
 mod tls;
 pub mod transfer;
+pub mod upload_stream;
 
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
 pub use error::{Error, Result, ServiceError};
+pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use retry::RetryPolicy;
+pub use stream::ObjectStream;
 pub use transfer::{TransferOptions, UploadResult};
 
 /// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).

@@ -4,11 +4,13 @@
 use std::time::SystemTime;
 
 use brisk_wire::http::RequestHead;
+use brisk_wire::sigv4::chunked::unsigned_trailer_encoded_length;
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, encode_key_path};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::config::{Addressing, Endpoint, is_virtual_host_compatible};
 use crate::error::Error;
+use crate::integrity::UploadChecksum;
 
 /// `User-Agent` sent with every request, so server logs can tell brisk's traffic apart.
 pub const USER_AGENT: &str = concat!("brisk/", env!("CARGO_PKG_VERSION"));
@@ -42,6 +44,51 @@ pub(crate) struct RequestSpec<'a> {
     pub(crate) headers: Vec<(&'static str, String)>,
     pub(crate) payload: PayloadHash,
     pub(crate) body: &'a [u8],
+    /// When set, `body` is sent aws-chunked (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`) with this
+    /// checksum computed while the chunks are written and sent as a trailer (see [`TrailingChecksum`]).
+    pub(crate) trailer: Option<&'a TrailingChecksum>,
+}
+
+/// Bytes per aws-chunked chunk: 1 MiB. Each chunk costs a size line and a CRLF (three writes of a
+/// few bytes besides the data, written from where it is), so 8 chunks per 8 MiB part; S3's only
+/// rule for unsigned chunks is that every chunk but the last is at least 8 KiB.
+pub const AWS_CHUNK_SIZE: usize = 1024 * 1024;
+
+/// A checksum sent as the trailer of an aws-chunked body, computed in the same pass that writes the
+/// body: the value of the last complete send is kept for CompleteMultipartUpload.
+#[derive(Debug)]
+pub(crate) struct TrailingChecksum {
+    pub(crate) algorithm: UploadChecksum,
+    value: std::sync::Mutex<Option<String>>,
+}
+
+impl TrailingChecksum {
+    pub(crate) fn new(algorithm: UploadChecksum) -> Self {
+        Self {
+            algorithm,
+            value: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The checksum sent by the last complete write of the body.
+    pub(crate) fn value(&self) -> Option<String> {
+        self.value
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    pub(crate) fn set(&self, value: String) {
+        *self
+            .value
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(value);
+    }
+
+    /// Length of the base64 value in the trailer (4 characters per 3 digest bytes, padded).
+    fn value_len(&self) -> usize {
+        self.algorithm.algorithm().digest_len().div_ceil(3) * 4
+    }
 }
 
 impl<'a> RequestSpec<'a> {
@@ -54,6 +101,29 @@ impl<'a> RequestSpec<'a> {
             headers: Vec::new(),
             payload: PayloadHash::Sha256(EMPTY_SHA256_BYTES),
             body: &[],
+            trailer: None,
+        }
+    }
+
+    /// Sends `body` aws-chunked with `trailer`'s checksum as a trailer (`x-amz-trailer`), unsigned.
+    pub(crate) fn aws_chunked(mut self, body: &'a [u8], trailer: &'a TrailingChecksum) -> Self {
+        self.body = body;
+        self.payload = PayloadHash::StreamingUnsignedTrailer;
+        self.trailer = Some(trailer);
+        self.header("content-encoding", "aws-chunked")
+            .header("x-amz-decoded-content-length", body.len().to_string())
+            .header("x-amz-trailer", trailer.algorithm.algorithm().header_name())
+    }
+
+    /// The `Content-Length` of the body as sent.
+    pub(crate) fn encoded_len(&self) -> u64 {
+        match self.trailer {
+            None => self.body.len() as u64,
+            Some(t) => unsigned_trailer_encoded_length(
+                self.body.len() as u64,
+                AWS_CHUNK_SIZE as u64,
+                &[(t.algorithm.algorithm().header_name(), t.value_len())],
+            ),
         }
     }
 
@@ -178,7 +248,7 @@ pub(crate) fn signed_head(
         headers.append(name, value)?;
     }
     if !spec.body.is_empty() || matches!(spec.method, "PUT" | "POST") {
-        headers.set_content_length(spec.body.len() as u64);
+        headers.set_content_length(spec.encoded_len());
     }
     if expects_continue(spec.body.len()) {
         // Not signed: `Expect` is hop-by-hop, and proxies may drop it.
@@ -239,6 +309,48 @@ mod tests {
         push_query(&mut q, "list-type", "2");
         push_query(&mut q, "prefix", "a b/é+");
         assert_eq!(q, "list-type=2&prefix=a%20b%2F%C3%A9%2B");
+    }
+
+    /// The declared `Content-Length` of an aws-chunked body is the length of the framing the
+    /// client writes (chunk size lines, data, CRLFs, the last chunk, the trailer, the empty line).
+    #[test]
+    fn aws_chunked_length_matches_the_framing_written() {
+        use brisk_wire::sigv4::UnsignedChunkEncoder;
+        use brisk_wire::sigv4::chunked::CRLF;
+        for algorithm in [
+            UploadChecksum::Crc32c,
+            UploadChecksum::Crc64Nvme,
+            UploadChecksum::Sha256,
+        ] {
+            for len in [
+                0,
+                1,
+                AWS_CHUNK_SIZE,
+                AWS_CHUNK_SIZE + 1,
+                3 * AWS_CHUNK_SIZE - 7,
+            ] {
+                let body = vec![5u8; len];
+                let trailer = TrailingChecksum::new(algorithm);
+                let spec =
+                    RequestSpec::new("PUT", Some("b"), Some("k")).aws_chunked(&body, &trailer);
+                let mut written = 0usize;
+                for chunk in body.chunks(AWS_CHUNK_SIZE) {
+                    written += UnsignedChunkEncoder::chunk_header(chunk.len() as u64)
+                        .as_bytes()
+                        .len()
+                        + chunk.len()
+                        + CRLF.len();
+                }
+                let value = algorithm.compute(&body);
+                written += UnsignedChunkEncoder::final_chunk_with_trailers(&[(
+                    algorithm.algorithm().header_name(),
+                    &value,
+                )])
+                .unwrap()
+                .len();
+                assert_eq!(spec.encoded_len(), written as u64, "{algorithm:?} {len}");
+            }
+        }
     }
 
     #[test]

@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
-use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
 use brisk_wire::sigv4::PayloadHash;
 use brisk_wire::xml::{
     CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorDocument,
@@ -39,7 +38,8 @@ use tokio::task::JoinSet;
 
 use crate::client::{Client, PayloadSigning, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
-use crate::request::{RequestSpec, check_bucket, check_key, push_query};
+use crate::integrity::UploadChecksum;
+use crate::request::{RequestSpec, TrailingChecksum, check_bucket, check_key, push_query};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
 /// is one block with nothing wasted). At 100 ms per request a part moves at 80 MiB/s per
@@ -67,6 +67,9 @@ pub struct TransferOptions {
     pub parts_in_flight: usize,
     /// How upload parts are protected.
     pub payload_signing: PayloadSigning,
+    /// The checksum sent with each upload part (and the algorithm the multipart upload is created
+    /// with). CRC32C unless chosen otherwise.
+    pub checksum: UploadChecksum,
 }
 
 impl Default for TransferOptions {
@@ -75,6 +78,7 @@ impl Default for TransferOptions {
             part_size: DEFAULT_PART_SIZE,
             parts_in_flight: DEFAULT_PARTS_IN_FLIGHT,
             payload_signing: PayloadSigning::Auto,
+            checksum: UploadChecksum::Crc32c,
         }
     }
 }
@@ -97,6 +101,12 @@ impl TransferOptions {
         }
         Ok(())
     }
+}
+
+/// Checks options for an upload (part size within S3's and the pool's limits, at least one part in
+/// flight).
+pub(crate) fn check_upload_options(options: &TransferOptions) -> Result<()> {
+    options.check(true)
 }
 
 /// What an upload produced.
@@ -141,6 +151,7 @@ impl Client {
                     &block[..size as usize],
                     &crate::PutOptions {
                         payload_signing: options.payload_signing,
+                        checksum: options.checksum,
                         ..crate::PutOptions::default()
                     },
                 )
@@ -159,7 +170,9 @@ impl Client {
                 ),
             });
         }
-        let upload_id = self.create_multipart_upload(bucket, key).await?;
+        let upload_id = self
+            .create_multipart_upload(bucket, key, options.checksum)
+            .await?;
         let uploaded = self
             .upload_parts(bucket, key, &upload_id, &file, path, size, options)
             .await;
@@ -225,6 +238,7 @@ impl Client {
                             part_number,
                             &block[..len],
                             signed,
+                            options.checksum,
                         )
                         .await
                 });
@@ -245,11 +259,14 @@ impl Client {
         Ok(done)
     }
 
-    async fn create_multipart_upload(&self, bucket: &str, key: &str) -> Result<String> {
-        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key)).header(
-            "x-amz-checksum-algorithm",
-            ChecksumAlgorithm::Crc32c.s3_name(),
-        );
+    pub(crate) async fn create_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        checksum: UploadChecksum,
+    ) -> Result<String> {
+        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
+            .header("x-amz-checksum-algorithm", checksum.algorithm().s3_name());
         spec.query = "uploads=".into();
         let mut response = self.send(&spec).await?;
         let xml = read_small_body(&mut response).await?;
@@ -257,7 +274,8 @@ impl Client {
         Ok(InitiateMultipartUploadResult::parse(&xml)?.upload_id)
     }
 
-    async fn upload_part(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn upload_part(
         &self,
         bucket: &str,
         key: &str,
@@ -265,19 +283,28 @@ impl Client {
         part_number: u32,
         data: &[u8],
         signed: bool,
+        algorithm: UploadChecksum,
     ) -> Result<CompletedPart> {
-        let checksum = Checksummer::checksum(ChecksumAlgorithm::Crc32c, data).to_base64();
-        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
-            .header(ChecksumAlgorithm::Crc32c.header_name(), checksum.clone());
+        // A signed payload needs its SHA-256 before the head, so its checksum goes in a header too;
+        // an unsigned one is sent aws-chunked with the checksum computed while it is written.
+        let trailer = TrailingChecksum::new(algorithm);
+        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key));
+        let header_checksum = if signed {
+            let checksum = algorithm.compute(data);
+            spec = spec.header(algorithm.algorithm().header_name(), checksum.clone());
+            spec.payload = PayloadHash::of(data);
+            spec.body = data;
+            Some(checksum)
+        } else {
+            spec = spec.aws_chunked(data, &trailer);
+            None
+        };
         push_query(&mut spec.query, "partNumber", &part_number.to_string());
         push_query(&mut spec.query, "uploadId", upload_id);
-        spec.payload = if signed {
-            PayloadHash::of(data)
-        } else {
-            PayloadHash::Unsigned
-        };
-        spec.body = data;
         let response = self.send(&spec).await?;
+        let checksum = header_checksum
+            .or_else(|| trailer.value())
+            .expect("a part was sent, so its checksum was computed");
         let etag = response.header("etag").map(str::to_owned).ok_or_else(|| {
             Error::UnexpectedResponse {
                 what: format!("UploadPart {part_number} answered without an ETag"),
@@ -289,11 +316,11 @@ impl Client {
             etag,
             ..CompletedPart::default()
         };
-        part.checksums.set(ChecksumAlgorithm::Crc32c, checksum);
+        part.checksums.set(algorithm.algorithm(), checksum);
         Ok(part)
     }
 
-    async fn complete_multipart_upload(
+    pub(crate) async fn complete_multipart_upload(
         &self,
         bucket: &str,
         key: &str,
@@ -324,7 +351,12 @@ impl Client {
         Ok(CompleteMultipartUploadResult::parse(&xml)?.etag)
     }
 
-    async fn abort_multipart_upload(&self, bucket: &str, key: &str, upload_id: &str) -> Result<()> {
+    pub(crate) async fn abort_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<()> {
         let mut spec = RequestSpec::new("DELETE", Some(bucket), Some(key));
         push_query(&mut spec.query, "uploadId", upload_id);
         let response = self.send(&spec).await?;

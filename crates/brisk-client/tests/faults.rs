@@ -565,3 +565,202 @@ async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
     })
     .await;
 }
+
+/// A GET answered with `body` and a CRC32C header computed over `stored`, checking that the client
+/// asked for the stored checksum.
+fn object_with_crc32c(body: &'static [u8], stored: &'static [u8]) -> Script {
+    Arc::new(move |_, head: &RequestHead| {
+        assert_eq!(
+            head.headers().get_str("x-amz-checksum-mode"),
+            Some("ENABLED"),
+            "a whole-object GET asks for the stored checksum"
+        );
+        Action::Respond {
+            status: 200,
+            headers: vec![
+                ("etag", "\"e1\"".into()),
+                (
+                    "x-amz-checksum-crc32c",
+                    brisk_client::UploadChecksum::Crc32c.compute(stored),
+                ),
+            ],
+            body: body.to_vec(),
+        }
+    })
+}
+
+#[tokio::test]
+async fn damaged_bytes_are_an_error_not_data() {
+    bounded(async {
+        let (endpoint, _) = stand_in(object_with_crc32c(b"hellO world", b"hello world")).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        let err = c.get_bytes("bucket", "key").await.unwrap_err();
+        match &err {
+            Error::ChecksumMismatch {
+                algorithm,
+                expected,
+                computed,
+                ..
+            } => {
+                assert_eq!(*algorithm, "CRC32C");
+                assert_ne!(expected, computed);
+            }
+            other => panic!("expected ChecksumMismatch, got {other:?}"),
+        }
+        assert!(err.to_string().contains("bucket/key"), "{err}");
+        let mut buf = [0u8; 64];
+        let err = c.get_into("bucket", "key", &mut buf).await.unwrap_err();
+        assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn intact_bytes_with_a_checksum_are_returned() {
+    bounded(async {
+        let (endpoint, _) = stand_in(object_with_crc32c(b"hello world", b"hello world")).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        assert_eq!(
+            &c.get_bytes("bucket", "key").await.unwrap()[..],
+            b"hello world"
+        );
+        let mut buf = [0u8; 64];
+        assert_eq!(c.get_into("bucket", "key", &mut buf).await.unwrap(), 11);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn composite_checksums_of_multipart_objects_are_not_mistaken_for_damage() {
+    bounded(async {
+        let (endpoint, _) = stand_in(Arc::new(|_, _: &RequestHead| Action::Respond {
+            status: 200,
+            headers: vec![
+                ("etag", "\"e1-2\"".into()),
+                ("x-amz-checksum-crc32c", "AAAAAA==-2".into()),
+                ("x-amz-checksum-type", "COMPOSITE".into()),
+            ],
+            body: b"two parts".to_vec(),
+        }))
+        .await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        assert_eq!(
+            &c.get_bytes("bucket", "key").await.unwrap()[..],
+            b"two parts"
+        );
+    })
+    .await;
+}
+
+/// Reads a stream to its end in 7,000-byte steps.
+async fn read_stream(stream: &mut brisk_client::ObjectStream) -> Result<Vec<u8>, Error> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 7_000];
+    loop {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(got);
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_cut_mid_body_resumes_pinned_to_the_etag() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(cut_then(partial_if_unchanged)).await;
+        let c = client(&endpoint, fast_retries(3), LIMIT);
+        let mut stream = c.get_stream("bucket", "key").await.unwrap();
+        let got = read_stream(&mut stream).await.unwrap();
+        assert!(got == object_bytes());
+        assert_eq!(c.metrics().resumed_reads, 1);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[1].range.as_deref(), Some("bytes=40000-99999"));
+        assert_eq!(seen[1].if_match.as_deref(), Some("\"v1\""));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_of_damaged_bytes_ends_in_an_error() {
+    bounded(async {
+        let (endpoint, _) = stand_in(object_with_crc32c(b"hellO world", b"hello world")).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        let mut stream = c.get_stream("bucket", "key").await.unwrap();
+        let err = read_stream(&mut stream).await.unwrap_err();
+        assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err:?}");
+    })
+    .await;
+}
+
+/// Yields `good` bytes of data, then an I/O error.
+struct FailingReader {
+    good: usize,
+}
+
+impl tokio::io::AsyncRead for FailingReader {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        if self.good == 0 {
+            return std::task::Poll::Ready(Err(std::io::Error::other("source went away")));
+        }
+        let n = self.good.min(buf.remaining());
+        buf.put_slice(&vec![3u8; n]);
+        self.good -= n;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_upload_stream_aborts_its_multipart_upload() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            match head.method() {
+                "POST" if head.target().ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP2</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => Action::Respond {
+                    status: 200,
+                    headers: vec![("etag", "\"p\"".into())],
+                    body: vec![],
+                },
+                "DELETE" => Action::Respond {
+                    status: 204,
+                    headers: vec![],
+                    body: vec![],
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            ..brisk_client::TransferOptions::default()
+        };
+        let mut reader = FailingReader {
+            good: 6 * 1024 * 1024,
+        };
+        let err = c
+            .upload_reader("bucket", "key", &mut reader, options)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("source went away"), "{err}");
+        let seen = seen.lock().unwrap();
+        let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+        assert_eq!(methods.first(), Some(&"POST"));
+        assert_eq!(methods.last(), Some(&"DELETE"));
+        assert_eq!(seen.last().unwrap().target, "/bucket/key?uploadId=UP2");
+    })
+    .await;
+}

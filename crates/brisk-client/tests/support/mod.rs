@@ -221,12 +221,25 @@ fn probe(port: u16, path: &str) -> std::io::Result<bool> {
     Ok(head.starts_with(b"HTTP/1.1 200"))
 }
 
-/// The launcher `BRISK_TEST_SERVER` names (default `minio`).
+/// The suffix of test binaries that run against `brisk serve` by default (the test binary is named
+/// after its file, e.g. `conformance_brisk_serve-<hash>`), so that one `cargo test` checks the client
+/// against both servers.
+pub const BRISK_SERVE_BINARY_SUFFIX: &str = "_brisk_serve";
+
+/// The launcher `BRISK_TEST_SERVER` names; without it, `brisk` for test binaries whose name ends in
+/// [`BRISK_SERVE_BINARY_SUFFIX`] and `minio` for the others.
 fn launcher() -> Box<dyn ServerLauncher> {
-    match std::env::var("BRISK_TEST_SERVER").as_deref() {
-        Ok("minio") | Err(_) => Box::new(Minio),
-        Ok("brisk") => Box::new(BriskServe),
-        Ok(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio, brisk)"),
+    let own_choice = || {
+        let exe = std::env::current_exe().ok()?;
+        let stem = exe.file_stem()?.to_str()?;
+        let name = stem.rsplit_once('-').map_or(stem, |(name, _hash)| name);
+        name.ends_with(BRISK_SERVE_BINARY_SUFFIX).then_some("brisk")
+    };
+    let chosen = std::env::var("BRISK_TEST_SERVER").ok();
+    match chosen.as_deref().or_else(own_choice) {
+        Some("minio") | None => Box::new(Minio),
+        Some("brisk") => Box::new(BriskServe),
+        Some(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio, brisk)"),
     }
 }
 

@@ -1,0 +1,219 @@
+//! [`Client::get_stream`]: an object of any size read piece by piece into the caller's buffer.
+//!
+//! # Memory
+//!
+//! Nothing is allocated for the body: each [`ObjectStream::read`] reads straight from the socket into
+//! the caller's buffer when it is at least as large as the connection's read buffer (64 KiB by
+//! default), and otherwise copies from that read buffer, which the connection already owns. A 100 GiB
+//! object streams through the same memory as a 1 KiB one: the caller's buffer plus one connection.
+//!
+//! # Integrity and failures
+//!
+//! The stored checksum is asked for (`x-amz-checksum-mode: ENABLED`); a full-object checksum is
+//! computed over the bytes as they pass and compared at the end, where a mismatch is
+//! [`Error::ChecksumMismatch`] instead of the end of the stream. A caller must therefore read to the
+//! end (`read` returning 0) before trusting what it has read, as with any streamed checksum.
+//!
+//! A connection that fails mid-body is resumed as in [`Client::get_bytes`]: a ranged GET for the
+//! remaining bytes pinned to the first response's ETag (`If-Match`), within the retry policy's
+//! attempts; an object that changed meanwhile is [`Error::ObjectChanged`].
+
+use brisk_wire::checksum::{ChecksumValue, Checksummer};
+
+use crate::client::{Client, Response, body_length, whole_object_get};
+use crate::error::{Error, Result};
+use crate::request::{RequestSpec, check_bucket, check_key};
+
+/// An object being read; see the [module docs](self).
+pub struct ObjectStream {
+    client: Client,
+    bucket: String,
+    key: String,
+    response: Option<Response>,
+    length: u64,
+    received: u64,
+    etag: Option<String>,
+    checksum: Option<(ChecksumValue, Checksummer)>,
+    attempts: u32,
+}
+
+impl std::fmt::Debug for ObjectStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStream")
+            .field("bucket", &self.bucket)
+            .field("key", &self.key)
+            .field("length", &self.length)
+            .field("received", &self.received)
+            .field("etag", &self.etag)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Starts reading `bucket`/`key` as a stream: the response head has arrived, the body is read
+    /// with [`ObjectStream::read`]. Memory does not grow with the object's size.
+    pub async fn get_stream(&self, bucket: &str, key: &str) -> Result<ObjectStream> {
+        check_bucket(bucket)?;
+        check_key(key)?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let length = body_length(&response)?;
+        let etag = response.header("etag").map(str::to_owned);
+        let checksum = crate::integrity::stored_checksum(response.head())
+            .map(|expected| (expected, Checksummer::new(expected.algorithm())));
+        Ok(ObjectStream {
+            client: self.clone(),
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            response: Some(response),
+            length,
+            received: 0,
+            etag,
+            checksum,
+            attempts: 1,
+        })
+    }
+}
+
+impl ObjectStream {
+    /// The object's size (`Content-Length`).
+    pub fn content_length(&self) -> u64 {
+        self.length
+    }
+
+    /// The object's ETag, which resumed reads are pinned to.
+    pub fn etag(&self) -> Option<&str> {
+        self.etag.as_deref()
+    }
+
+    /// Bytes read so far.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// Reads the next bytes of the object into `dst` and returns how many; 0 at the end of the
+    /// object, once its checksum (if the server sent one) has been verified.
+    pub async fn read(&mut self, dst: &mut [u8]) -> Result<usize> {
+        if dst.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            if self.received == self.length {
+                return self.finish().map(|()| 0);
+            }
+            let Some(response) = self.response.as_mut() else {
+                self.resume().await?;
+                continue;
+            };
+            let want = dst.len().min((self.length - self.received) as usize);
+            match response.conn.conn().read_body(&mut dst[..want]).await {
+                Ok(0) => {
+                    self.response = None;
+                    self.fail_or_resume(Error::UnexpectedResponse {
+                        what: format!(
+                            "body ended after {} of {} bytes",
+                            self.received, self.length
+                        ),
+                    })?;
+                }
+                Ok(n) => {
+                    self.received += n as u64;
+                    if let Some((_, summer)) = &mut self.checksum {
+                        summer.update(&dst[..n]);
+                    }
+                    return Ok(n);
+                }
+                Err(e) => {
+                    self.response = None;
+                    self.fail_or_resume(Error::Http(e))?;
+                }
+            }
+        }
+    }
+
+    /// At the end: gives the connection back and checks the checksum.
+    fn finish(&mut self) -> Result<()> {
+        if let Some(response) = self.response.take() {
+            response.release();
+        }
+        match self.checksum.take() {
+            // The bytes have gone to the caller: compare the value computed as they passed.
+            Some((expected, summer)) => {
+                let computed = summer.finalize();
+                if computed == expected {
+                    Ok(())
+                } else {
+                    Err(Error::ChecksumMismatch {
+                        bucket: self.bucket.clone(),
+                        key: self.key.clone(),
+                        algorithm: expected.algorithm().s3_name(),
+                        expected: expected.to_base64(),
+                        computed: computed.to_base64(),
+                    })
+                }
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `error` ends the read (returned) or the missing bytes are fetched again.
+    fn fail_or_resume(&mut self, error: Error) -> Result<()> {
+        let policy = self.client.config().retry;
+        if self.etag.is_none() || !error.is_retryable() || self.attempts >= policy.max_attempts {
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// A ranged GET for the bytes not yet read, pinned to the first response's ETag.
+    async fn resume(&mut self) -> Result<()> {
+        let policy = self.client.config().retry;
+        tokio::time::sleep(policy.backoff(self.attempts)).await;
+        self.attempts += 1;
+        self.client.count_resumed_read();
+        let etag = self.etag.clone().unwrap_or_default();
+        let (from, last) = (self.received, self.length - 1);
+        let spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
+            .header("if-match", etag.clone())
+            .header("range", format!("bytes={from}-{last}"));
+        let response = match self.client.send(&spec).await {
+            Ok(r) => r,
+            Err(Error::PreconditionFailed(_)) => return Err(Error::ObjectChanged { etag }),
+            Err(e) => return Err(e),
+        };
+        let length = body_length(&response)?;
+        if response.head().status() != 206 || length != last - from + 1 {
+            return Err(Error::UnexpectedResponse {
+                what: format!(
+                    "resumed read got status {} with {length} bytes, expected 206 with {}",
+                    response.head().status(),
+                    last - from + 1
+                ),
+            });
+        }
+        self.response = Some(response);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrity::{UploadChecksum, verify};
+
+    /// `verify` is the one-shot form of the comparison in `finish`; both must agree.
+    #[test]
+    fn running_checksum_equals_one_shot() {
+        let data = vec![7u8; 100_000];
+        let expected = ChecksumValue::from_base64(
+            brisk_wire::checksum::ChecksumAlgorithm::Crc32c,
+            &UploadChecksum::Crc32c.compute(&data),
+        )
+        .unwrap();
+        let mut summer = Checksummer::new(expected.algorithm());
+        for piece in data.chunks(4096) {
+            summer.update(piece);
+        }
+        assert!(summer.finalize() == expected);
+        verify("b", "k", &expected, &data).unwrap();
+    }
+}

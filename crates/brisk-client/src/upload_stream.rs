@@ -1,0 +1,237 @@
+//! [`Client::upload_reader`]: uploads from an [`AsyncRead`] whose length is not known in advance.
+//!
+//! The reader is read into pooled blocks one part at a time. If it ends within the first part, the
+//! object is one PUT from that block; otherwise a multipart upload starts and each full block becomes
+//! a part, with up to `parts_in_flight` parts being sent while the next one is read.
+//!
+//! # Part size
+//!
+//! The length is unknown, so the part size cannot be chosen from it. Parts start at
+//! `options.part_size` and double every [`PART_SIZE_DOUBLING_INTERVAL`] parts up to the pool's largest
+//! block ([`MAX_BLOCK_SIZE`], 8 MiB), which keeps small streams in small parts and lets large ones
+//! reach 10,000 × 8 MiB ≈ 78 GiB, S3's part limit times the largest block. A stream longer than that
+//! fails with [`Error::InvalidArgument`] before part 10,001 is sent (and the upload is aborted).
+//!
+//! # Memory
+//!
+//! At most `parts_in_flight + 1` blocks are held: the ones being sent and the one being filled,
+//! each paid from the client's budget (a part waits for its block when the budget is full).
+//!
+//! # Failure
+//!
+//! A failure of the reader or of any request aborts the multipart upload, so no parts linger.
+
+use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
+use brisk_wire::xml::CompletedPart;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::task::JoinSet;
+
+use crate::client::{Client, PutOptions};
+use crate::error::{Error, Result};
+use crate::request::{check_bucket, check_key};
+use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult};
+
+/// Parts between doublings of the part size of a stream of unknown length: 1,000. With 5 MiB parts
+/// the size reaches the 8 MiB block limit at part 1,001; a stream never runs out of parts before it
+/// runs into the 78 GiB ceiling.
+pub const PART_SIZE_DOUBLING_INTERVAL: u32 = 1_000;
+
+/// The size of part `part_number` (1-based) of a stream whose first parts are `first` bytes.
+pub fn stream_part_size(first: usize, part_number: u32) -> usize {
+    let doublings = (part_number.saturating_sub(1) / PART_SIZE_DOUBLING_INTERVAL).min(8);
+    first
+        .saturating_mul(1usize << doublings)
+        .min(MAX_BLOCK_SIZE)
+}
+
+impl Client {
+    /// Uploads everything `reader` yields to `bucket`/`key`: one PUT if it ends within the first
+    /// part, else a multipart upload (see [`crate::upload_stream`]). Returns the bytes read.
+    pub async fn upload_reader<R: AsyncRead + Unpin>(
+        &self,
+        bucket: &str,
+        key: &str,
+        reader: &mut R,
+        options: TransferOptions,
+    ) -> Result<UploadResult> {
+        check_bucket(bucket)?;
+        check_key(key)?;
+        crate::transfer::check_upload_options(&options)?;
+        let first_size = stream_part_size(options.part_size, 1);
+        let block = self.buffer_pool().get(first_size).await?;
+        let (block, len) = fill(reader, block, first_size).await?;
+        if len < first_size {
+            let put = self
+                .put_with(
+                    bucket,
+                    key,
+                    &block[..len],
+                    &PutOptions {
+                        payload_signing: options.payload_signing,
+                        checksum: options.checksum,
+                        ..PutOptions::default()
+                    },
+                )
+                .await?;
+            return Ok(UploadResult {
+                etag: put.etag,
+                size: len as u64,
+                parts: 1,
+            });
+        }
+        let upload_id = self
+            .create_multipart_upload(bucket, key, options.checksum)
+            .await?;
+        let sent = self
+            .send_stream_parts(bucket, key, &upload_id, reader, block, options)
+            .await;
+        let completed = match sent {
+            Ok((parts, size)) => {
+                let count = parts.len() as u32;
+                self.complete_multipart_upload(bucket, key, &upload_id, parts)
+                    .await
+                    .map(|etag| (etag, size, count))
+            }
+            Err(e) => Err(e),
+        };
+        match completed {
+            Ok((etag, size, parts)) => Ok(UploadResult {
+                etag: Some(etag),
+                size,
+                parts,
+            }),
+            Err(e) => {
+                // Best effort: the upload's failure is what the caller needs to see.
+                let _ = self.abort_multipart_upload(bucket, key, &upload_id).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Sends `first` (a full first part) and every further part the reader yields; returns the
+    /// parts in order and the total size.
+    async fn send_stream_parts<R: AsyncRead + Unpin>(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        reader: &mut R,
+        first: PooledBlock,
+        options: TransferOptions,
+    ) -> Result<(Vec<CompletedPart>, u64)> {
+        let signed = self.signs_payload(options.payload_signing);
+        let mut done = Vec::new();
+        let mut tasks: JoinSet<Result<CompletedPart>> = JoinSet::new();
+        let mut next: Option<(PooledBlock, usize)> =
+            Some((first, stream_part_size(options.part_size, 1)));
+        let mut part_number = 1u32;
+        let mut size = 0u64;
+        loop {
+            while tasks.len() < options.parts_in_flight {
+                let Some((block, len)) = next.take() else {
+                    break;
+                };
+                if u64::from(part_number) > MAX_PARTS {
+                    return Err(Error::InvalidArgument {
+                        what: format!(
+                            "the stream is longer than {MAX_PARTS} parts ({size} bytes sent so far); S3 allows {MAX_PARTS} parts"
+                        ),
+                    });
+                }
+                size += len as u64;
+                let (client, bucket, key, upload_id) = (
+                    self.clone(),
+                    bucket.to_owned(),
+                    key.to_owned(),
+                    upload_id.to_owned(),
+                );
+                let number = part_number;
+                tasks.spawn(async move {
+                    client
+                        .upload_part(
+                            &bucket,
+                            &key,
+                            &upload_id,
+                            number,
+                            &block[..len],
+                            signed,
+                            options.checksum,
+                        )
+                        .await
+                });
+                part_number += 1;
+                // A part shorter than its size was the last one.
+                let wanted = stream_part_size(options.part_size, part_number);
+                let block = self.buffer_pool().get(wanted).await?;
+                let (block, read) = fill(reader, block, wanted).await?;
+                if read > 0 {
+                    next = Some((block, read));
+                }
+                if read < wanted {
+                    break;
+                }
+            }
+            match tasks.join_next().await {
+                Some(Ok(Ok(part))) => done.push(part),
+                Some(Ok(Err(e))) => return Err(e),
+                Some(Err(join)) => {
+                    return Err(Error::UnexpectedResponse {
+                        what: format!("upload task failed: {join}"),
+                    });
+                }
+                None if next.is_none() => break,
+                None => {}
+            }
+        }
+        done.sort_by_key(|p| p.part_number);
+        Ok((done, size))
+    }
+}
+
+/// Reads from `reader` into `block` until `len` bytes or the end of the stream; returns the block
+/// and how many bytes it holds.
+async fn fill<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    mut block: PooledBlock,
+    len: usize,
+) -> Result<(PooledBlock, usize)> {
+    let mut filled = 0;
+    while filled < len {
+        let n = reader
+            .read(&mut block[filled..len])
+            .await
+            .map_err(|source| Error::File {
+                what: format!("reading the upload stream after {filled} bytes of a part"),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    Ok((block, filled))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::{DEFAULT_PART_SIZE, MIN_PART_SIZE};
+
+    #[test]
+    fn part_size_grows_to_the_block_limit() {
+        let mib = 1024 * 1024;
+        assert_eq!(stream_part_size(MIN_PART_SIZE, 1), 5 * mib);
+        assert_eq!(stream_part_size(MIN_PART_SIZE, 1_000), 5 * mib);
+        assert_eq!(stream_part_size(MIN_PART_SIZE, 1_001), 8 * mib);
+        assert_eq!(stream_part_size(DEFAULT_PART_SIZE, 10_000), 8 * mib);
+        assert_eq!(stream_part_size(MIN_PART_SIZE, u32::MAX), 8 * mib);
+    }
+
+    #[test]
+    fn ten_thousand_parts_hold_78_gib() {
+        let total: u64 = (1..=MAX_PARTS as u32)
+            .map(|n| stream_part_size(MIN_PART_SIZE, n) as u64)
+            .sum();
+        assert!(total > 75 * (1u64 << 30), "{total}");
+    }
+}
