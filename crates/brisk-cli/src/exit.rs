@@ -31,12 +31,13 @@ pub enum CliError {
     /// The client's configuration could not be resolved.
     #[error("configuration: {0}")]
     Config(#[from] ConfigError),
-    /// An S3 operation failed (`action` says which, on what).
+    /// An S3 operation failed (`action` says which, on what). Boxed: the client's error is large
+    /// and every `Result` here would carry its size.
     #[error("{action}: {source}")]
     S3 {
         action: String,
         #[source]
-        source: ClientError,
+        source: Box<ClientError>,
     },
     /// A local file or stream failed.
     #[error("{what}: {source}")]
@@ -55,7 +56,7 @@ impl CliError {
     pub fn s3(action: impl Into<String>, source: ClientError) -> Self {
         Self::S3 {
             action: action.into(),
-            source,
+            source: Box::new(source),
         }
     }
 

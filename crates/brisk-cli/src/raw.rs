@@ -1,13 +1,12 @@
-//! The S3 operations the CLI needs that `brisk-client` does not offer yet: ListBuckets, CopyObject,
-//! and the multipart primitives (create, upload part, complete, abort) that an upload of unknown
-//! length from stdin is built on.
+//! The S3 operations the CLI needs that `brisk-client` does not offer yet: ListBuckets and
+//! CopyObject.
 //!
 //! Each request is signed with `brisk_wire::sigv4` (or sent unsigned with `--no-sign-request`), sent
 //! on its own `HttpConnection` over TCP (path-style addressing, `http://` endpoints only: the client's
 //! TLS connector is private), and its response read with `brisk_wire::http`. Errors become the same
 //! typed [`brisk_client::Error`]s the client returns, so they print and map to exit codes alike.
-//! A connection per request costs one loopback/LAN handshake per control request or 8 MiB part;
-//! these move into `brisk-client` (with pooling and TLS) once it has them.
+//! A connection per request costs one handshake per (rare) control request; these move into
+//! `brisk-client` (with pooling, TLS and retries) once it has them.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -15,10 +14,7 @@ use std::time::{Duration, SystemTime};
 use brisk_client::{ClientConfig, Error, ServiceError, config::Scheme};
 use brisk_wire::http::{HttpConnection, RequestHead, ResponseHead};
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, encode_key_path};
-use brisk_wire::xml::{
-    CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, CopyObjectResult,
-    ErrorDocument, InitiateMultipartUploadResult, ListAllMyBucketsResult, XmlDocument,
-};
+use brisk_wire::xml::{CopyObjectResult, ErrorDocument, ListAllMyBucketsResult, XmlDocument};
 use tokio::net::TcpStream;
 
 /// The largest response body read into memory: ListBuckets of 10,000 buckets (S3's highest quota) is
@@ -31,7 +27,6 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A response read to its end.
 #[derive(Debug)]
 pub struct RawResponse {
-    pub head: ResponseHead,
     pub body: Vec<u8>,
 }
 
@@ -171,10 +166,7 @@ impl RawS3 {
                 status, document, request_id, &i.region,
             )));
         }
-        Ok(RawResponse {
-            head: response,
-            body: out,
-        })
+        Ok(RawResponse { body: out })
     }
 
     /// ListBuckets.
@@ -214,115 +206,12 @@ impl RawS3 {
         }
         Ok(CopyObjectResult::parse(&r.body)?)
     }
-
-    /// CreateMultipartUpload; returns the upload id.
-    pub async fn create_multipart(&self, bucket: &str, key: &str) -> Result<String, Error> {
-        let r = self
-            .send("POST", Some(bucket), Some(key), "uploads=", &[], &[])
-            .await?;
-        Ok(InitiateMultipartUploadResult::parse(&r.body)?.upload_id)
-    }
-
-    /// UploadPart; returns the part as CompleteMultipartUpload names it.
-    pub async fn upload_part(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        part_number: u32,
-        data: &[u8],
-    ) -> Result<CompletedPart, Error> {
-        let query = format!(
-            "partNumber={part_number}&uploadId={}",
-            query_encode(upload_id)
-        );
-        let r = self
-            .send("PUT", Some(bucket), Some(key), &query, &[], data)
-            .await?;
-        let etag = r
-            .head
-            .headers()
-            .get_str("etag")
-            .ok_or_else(|| Error::UnexpectedResponse {
-                what: format!("UploadPart {part_number} answered without an ETag"),
-            })?
-            .to_owned();
-        Ok(CompletedPart {
-            part_number,
-            etag,
-            checksums: Default::default(),
-        })
-    }
-
-    /// CompleteMultipartUpload (a 200 carrying an `Error` document is an error, as S3 can answer).
-    pub async fn complete_multipart(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        parts: Vec<CompletedPart>,
-    ) -> Result<CompleteMultipartUploadResult, Error> {
-        let body = CompleteMultipartUpload { parts }.to_vec()?;
-        let query = format!("uploadId={}", query_encode(upload_id));
-        let r = self
-            .send("POST", Some(bucket), Some(key), &query, &[], &body)
-            .await?;
-        if let Ok(doc) = ErrorDocument::parse(&r.body) {
-            return Err(Error::from_service(ServiceError::new(
-                500,
-                Some(doc),
-                None,
-                &self.inner.region,
-            )));
-        }
-        Ok(CompleteMultipartUploadResult::parse(&r.body)?)
-    }
-
-    /// AbortMultipartUpload.
-    pub async fn abort_multipart(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-    ) -> Result<(), Error> {
-        let query = format!("uploadId={}", query_encode(upload_id));
-        self.send("DELETE", Some(bucket), Some(key), &query, &[], &[])
-            .await?;
-        Ok(())
-    }
 }
 
 fn operation_name(method: &str, bucket: Option<&str>, key: Option<&str>, query: &str) -> String {
     match (method, bucket, key) {
         ("GET", None, _) => "ListBuckets".to_owned(),
         ("PUT", Some(_), Some(_)) if query.is_empty() => "CopyObject".to_owned(),
-        _ => "multipart upload".to_owned(),
-    }
-}
-
-/// Percent-encodes a query value with the SigV4 unreserved set.
-fn query_encode(value: &str) -> String {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut out = String::with_capacity(value.len());
-    for &b in value.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn query_values_are_percent_encoded() {
-        assert_eq!(query_encode("abc-_.~"), "abc-_.~");
-        assert_eq!(query_encode("a b/c+="), "a%20b%2Fc%2B%3D");
+        _ => format!("{method} request"),
     }
 }
