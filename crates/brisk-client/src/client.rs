@@ -67,7 +67,8 @@ pub struct Client {
 #[derive(Debug)]
 struct Inner {
     config: ClientConfig,
-    signer: Signer,
+    /// `None` for an anonymous client: its requests are not signed.
+    signer: Option<Signer>,
     pool: ConnectionPool,
     buffers: BufferPool,
     counters: Arc<Counters>,
@@ -174,7 +175,8 @@ impl Client {
             },
             Arc::clone(&counters),
         );
-        let signer = Signer::new(config.credentials.clone(), config.region.clone());
+        let signer = (!config.anonymous)
+            .then(|| Signer::new(config.credentials.clone(), config.region.clone()));
         let global = BufferPool::global();
         let buffers = if config.memory_budget.same_budget(global.budget()) {
             global.clone()
@@ -269,7 +271,7 @@ impl Client {
 
     async fn send_once(&self, spec: &RequestSpec<'_>, fresh: bool) -> Result<Response, Attempt> {
         let target = self.target(spec.bucket, spec.key);
-        let head = signed_head(&self.inner.signer, spec, &target, SystemTime::now())?;
+        let head = signed_head(self.inner.signer.as_ref(), spec, &target, SystemTime::now())?;
         let mut conn = self
             .inner
             .pool
@@ -732,7 +734,8 @@ impl Client {
         self.presign("PUT", bucket, key, expires, SystemTime::now())
     }
 
-    /// A presigned URL for `method` on `bucket`/`key`, signed at `now`.
+    /// A presigned URL for `method` on `bucket`/`key`, signed at `now`. An anonymous client has
+    /// nothing to sign with: [`Error::InvalidArgument`].
     pub fn presign(
         &self,
         method: &str,
@@ -751,10 +754,12 @@ impl Client {
             query: "",
             headers: &headers,
         };
-        let presigned =
-            self.inner
-                .signer
-                .presign(&request, expires, AmzDate::from_system_time(now)?)?;
+        let Some(signer) = &self.inner.signer else {
+            return Err(Error::InvalidArgument {
+                what: "an anonymous client has no credentials to presign a URL with".to_owned(),
+            });
+        };
+        let presigned = signer.presign(&request, expires, AmzDate::from_system_time(now)?)?;
         let scheme = match self.inner.config.endpoint.scheme {
             Scheme::Http => "http",
             Scheme::Https => "https",

@@ -1,6 +1,7 @@
 //! From an operation's parts (method, bucket, key, query, headers) to a signed request head: where it
 //! goes (host, path, addressing style) and what it carries.
 
+use std::borrow::Cow;
 use std::time::SystemTime;
 
 use brisk_wire::http::RequestHead;
@@ -40,8 +41,9 @@ pub(crate) struct RequestSpec<'a> {
     pub(crate) key: Option<&'a str>,
     /// Raw query, components already percent-encoded (see [`push_query`]).
     pub(crate) query: String,
-    /// Headers to send and sign (lower-case names): `range`, `if-match`, checksums, ...
-    pub(crate) headers: Vec<(&'static str, String)>,
+    /// Headers to send and sign (lower-case names): `range`, `if-match`, checksums, ... Names are
+    /// borrowed constants except user metadata (`x-amz-meta-*`), whose names come from the caller.
+    pub(crate) headers: Vec<(Cow<'static, str>, String)>,
     pub(crate) payload: PayloadHash,
     pub(crate) body: &'a [u8],
     /// When set, `body` is sent aws-chunked (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`) with this
@@ -128,7 +130,13 @@ impl<'a> RequestSpec<'a> {
     }
 
     pub(crate) fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
+        self.headers.push((Cow::Borrowed(name), value.into()));
+        self
+    }
+
+    /// A header whose name is built at run time (user metadata); `name` must be lower-case.
+    pub(crate) fn header_named(mut self, name: String, value: impl Into<String>) -> Self {
+        self.headers.push((Cow::Owned(name), value.into()));
         self
     }
 }
@@ -214,23 +222,31 @@ pub(crate) fn check_bucket(bucket: &str) -> Result<(), Error> {
     }
 }
 
-/// Builds and signs the head of `spec` for `target` at `now`.
+/// Builds the head of `spec` for `target`, signed at `now` by `signer`; with no signer (an
+/// anonymous client) the head carries no `Authorization`, `x-amz-date` or security token, as
+/// `aws --no-sign-request` sends, but keeps `x-amz-content-sha256`: it says how the body is framed
+/// (an aws-chunked body is recognised by it), which a server needs whether or not it authenticates.
 pub(crate) fn signed_head(
-    signer: &Signer,
+    signer: Option<&Signer>,
     spec: &RequestSpec<'_>,
     target: &Target,
     now: SystemTime,
 ) -> Result<RequestHead, Error> {
-    let mut signed_headers: Vec<(&str, &[u8])> = Vec::with_capacity(spec.headers.len() + 1);
-    signed_headers.push(("host", target.host_header.as_bytes()));
-    signed_headers.extend(spec.headers.iter().map(|(n, v)| (*n, v.as_bytes())));
-    let request = SignableRequest {
-        method: spec.method,
-        path: &target.path,
-        query: &spec.query,
-        headers: &signed_headers,
+    let signed = match signer {
+        Some(signer) => {
+            let mut signed_headers: Vec<(&str, &[u8])> = Vec::with_capacity(spec.headers.len() + 1);
+            signed_headers.push(("host", target.host_header.as_bytes()));
+            signed_headers.extend(spec.headers.iter().map(|(n, v)| (n.as_ref(), v.as_bytes())));
+            let request = SignableRequest {
+                method: spec.method,
+                path: &target.path,
+                query: &spec.query,
+                headers: &signed_headers,
+            };
+            Some(signer.sign(&request, spec.payload, AmzDate::from_system_time(now)?)?)
+        }
+        None => None,
     };
-    let signed = signer.sign(&request, spec.payload, AmzDate::from_system_time(now)?)?;
 
     let request_target = if spec.query.is_empty() {
         target.path.clone()
@@ -244,8 +260,13 @@ pub(crate) fn signed_head(
     for (name, value) in &spec.headers {
         headers.append(name, value)?;
     }
-    for (name, value) in signed.headers() {
-        headers.append(name, value)?;
+    match &signed {
+        Some(signed) => {
+            for (name, value) in signed.headers() {
+                headers.append(name, value)?;
+            }
+        }
+        None => headers.append("x-amz-content-sha256", spec.payload.header_value())?,
     }
     if !spec.body.is_empty() || matches!(spec.method, "PUT" | "POST") {
         headers.set_content_length(spec.encoded_len());
@@ -363,7 +384,7 @@ mod tests {
         spec.body = b"hello";
         spec.payload = PayloadHash::of(b"hello");
         let head = signed_head(
-            &signer,
+            Some(&signer),
             &spec,
             &t,
             SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
@@ -382,6 +403,25 @@ mod tests {
             auth.contains("SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-meta-a"),
             "{auth}"
         );
+    }
+
+    #[test]
+    fn unsigned_head_has_no_authorization_but_says_how_the_body_is_framed() {
+        let endpoint = Endpoint::parse("http://localhost:9000").unwrap();
+        let t = target(&endpoint, Addressing::Path, Some("bkt"), Some("key"));
+        let body = b"hello";
+        let trailer = TrailingChecksum::new(UploadChecksum::Crc32c);
+        let spec = RequestSpec::new("PUT", Some("bkt"), Some("key")).aws_chunked(body, &trailer);
+        let head = signed_head(None, &spec, &t, SystemTime::now()).unwrap();
+        let h = head.headers();
+        assert_eq!(h.get_str("authorization"), None);
+        assert_eq!(h.get_str("x-amz-date"), None);
+        assert_eq!(
+            h.get_str("x-amz-content-sha256"),
+            Some("STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        );
+        assert_eq!(h.get_str("content-encoding"), Some("aws-chunked"));
+        assert_eq!(h.get_str("host"), Some("localhost:9000"));
     }
 
     #[test]

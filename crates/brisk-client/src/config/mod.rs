@@ -155,8 +155,11 @@ pub struct ClientConfig {
     pub endpoint: Endpoint,
     /// The region requests are signed for.
     pub region: String,
-    /// The credentials requests are signed with.
+    /// The credentials requests are signed with (empty, and unused, when `anonymous`).
     pub credentials: Credentials,
+    /// Requests are sent unsigned, with no `Authorization` at all, as `aws --no-sign-request` sends
+    /// them: for public buckets and servers that do not authenticate. No credentials are looked up.
+    pub anonymous: bool,
     /// Path-style or virtual-hosted bucket addressing.
     pub addressing: Addressing,
     /// Time allowed for a TCP connect.
@@ -180,6 +183,7 @@ pub struct ClientConfig {
 #[derive(Debug, Default)]
 pub struct ClientBuilder {
     credentials: Option<Credentials>,
+    anonymous: bool,
     region: Option<String>,
     endpoint: Option<String>,
     addressing: Option<Addressing>,
@@ -202,6 +206,13 @@ impl ClientBuilder {
     /// Explicit credentials (they win over the environment and profiles).
     pub fn credentials(mut self, credentials: Credentials) -> Self {
         self.credentials = Some(credentials);
+        self
+    }
+
+    /// Unsigned requests (`true`): no credentials are looked up and no request carries an
+    /// `Authorization` header, as with `aws --no-sign-request`. Explicit credentials are ignored.
+    pub fn anonymous(mut self, anonymous: bool) -> Self {
+        self.anonymous = anonymous;
         self
     }
 
@@ -287,6 +298,7 @@ impl ClientBuilder {
         let files = SharedFiles::load(env, &profile_name)?;
 
         let credentials = match self.credentials {
+            _ if self.anonymous => Credentials::new("", ""),
             Some(c) => c,
             None => resolve_credentials(env, &files, &profile_name)?,
         };
@@ -334,6 +346,7 @@ impl ClientBuilder {
             endpoint,
             region,
             credentials,
+            anonymous: self.anonymous,
             addressing,
             connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             read_timeout: self.read_timeout.unwrap_or(DEFAULT_READ_TIMEOUT),
@@ -652,6 +665,21 @@ mod tests {
         let config = ClientBuilder::new().resolve_with(&e).unwrap();
         assert_eq!(config.credentials.access_key_id(), "FILEKEY");
         assert_eq!(config.region, "eu-west-1");
+    }
+
+    #[test]
+    fn anonymous_needs_no_credentials() {
+        let config = ClientBuilder::new()
+            .anonymous(true)
+            .resolve_with(&env(&[], &[]))
+            .unwrap();
+        assert!(config.anonymous);
+        assert_eq!(config.credentials.access_key_id(), "");
+        let config = ClientBuilder::new()
+            .credentials(Credentials::new("K", "S"))
+            .resolve_with(&env(&[], &[]))
+            .unwrap();
+        assert!(!config.anonymous);
     }
 
     #[test]
