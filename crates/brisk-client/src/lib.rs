@@ -27,8 +27,10 @@
 //!
 //! [`MemoryBudget`]: brisk_mem::MemoryBudget
 
+pub mod buckets;
 pub mod client;
 pub mod config;
+pub mod copy;
 pub mod error;
 pub mod integrity;
 pub mod list;
@@ -41,8 +43,10 @@ mod tls;
 pub mod transfer;
 pub mod upload_stream;
 
+pub use buckets::BucketInfo;
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
+pub use copy::{CopyOptions, CopyResult, MetadataDirective};
 pub use error::{Error, Result, ServiceError};
 pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
