@@ -5,9 +5,10 @@ mod support;
 
 use std::time::Duration;
 
+use brisk_client::{CopyOptions, MetadataDirective};
 use brisk_client::{Credentials, Error, ListOptions, PutOptions};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
-use support::{bounded, builder, client, new_bucket, pattern};
+use support::{anonymous_brisk_server, bounded, builder, client, new_bucket, pattern, server};
 
 const STEP: Duration = Duration::from_secs(60);
 
@@ -574,6 +575,168 @@ async fn uploads_from_a_reader_of_unknown_length() {
             assert_eq!((result.size, result.parts), (len as u64, parts));
             assert!(c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..]);
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn list_buckets_sees_a_created_bucket() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "listed").await;
+        let buckets = c.list_buckets().await.unwrap();
+        let found = buckets
+            .iter()
+            .find(|b| b.name == bucket)
+            .unwrap_or_else(|| panic!("{bucket} not in {buckets:?}"));
+        let age = time::OffsetDateTime::now_utc() - found.creation_date;
+        assert!(
+            age < time::Duration::minutes(10) && age > -time::Duration::minutes(10),
+            "creation date {} is not about now",
+            found.creation_date
+        );
+        c.delete_bucket(&bucket).await.unwrap();
+        assert!(
+            !c.list_buckets()
+                .await
+                .unwrap()
+                .iter()
+                .any(|b| b.name == bucket)
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn copy_object_keeps_or_replaces_metadata() {
+    bounded(STEP, async {
+        let c = client();
+        let src_bucket = new_bucket(&c, "copy-src").await;
+        let dst_bucket = new_bucket(&c, "copy-dst").await;
+        let body = pattern(100_000, 9);
+        let options = PutOptions {
+            content_type: Some("text/x-original".into()),
+            ..PutOptions::default()
+        };
+        c.put_with(&src_bucket, "from key", &body, &options)
+            .await
+            .unwrap();
+
+        let kept = c
+            .copy_object(
+                &src_bucket,
+                "from key",
+                &dst_bucket,
+                "kept/é",
+                CopyOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert!(kept.etag.starts_with('"'), "{kept:?}");
+        let meta = c.head(&dst_bucket, "kept/é").await.unwrap();
+        assert_eq!(meta.etag.as_deref(), Some(kept.etag.as_str()));
+        assert_eq!(meta.content_type.as_deref(), Some("text/x-original"));
+        assert!(c.get_bytes(&dst_bucket, "kept/é").await.unwrap()[..] == body[..]);
+
+        let replaced = c
+            .copy_object(
+                &src_bucket,
+                "from key",
+                &src_bucket,
+                "replaced",
+                CopyOptions {
+                    metadata_directive: MetadataDirective::Replace,
+                    content_type: Some("application/x-replaced".into()),
+                    metadata: vec![("Colour".into(), "blue".into())],
+                },
+            )
+            .await
+            .unwrap();
+        let meta = c.head(&src_bucket, "replaced").await.unwrap();
+        assert_eq!(meta.etag.as_deref(), Some(replaced.etag.as_str()));
+        assert_eq!(meta.content_type.as_deref(), Some("application/x-replaced"));
+        assert!(c.get_bytes(&src_bucket, "replaced").await.unwrap()[..] == body[..]);
+
+        // Metadata without REPLACE is refused before anything is sent.
+        assert!(matches!(
+            c.copy_object(
+                &src_bucket,
+                "from key",
+                &src_bucket,
+                "x",
+                CopyOptions {
+                    content_type: Some("a/b".into()),
+                    ..CopyOptions::default()
+                },
+            )
+            .await,
+            Err(Error::InvalidArgument { .. })
+        ));
+        let missing = c
+            .copy_object(
+                &src_bucket,
+                "missing",
+                &dst_bucket,
+                "x",
+                CopyOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(missing, Error::NoSuchKey(_)), "{missing:?}");
+    })
+    .await;
+}
+
+/// An anonymous client sends no `Authorization`: an anonymous `brisk serve` serves it, and a server
+/// that authenticates refuses it as anonymous (`AccessDenied`), not as a bad signature.
+#[tokio::test]
+async fn anonymous_client_sends_unsigned_requests() {
+    bounded(STEP, async {
+        let signed = client();
+        let bucket = new_bucket(&signed, "anon-refused").await;
+        signed.put(&bucket, "private", b"secret").await.unwrap();
+        let anonymous = builder().anonymous(true).build().unwrap();
+        let refused = anonymous.get_bytes(&bucket, "private").await.unwrap_err();
+        assert!(
+            matches!(refused, Error::AccessDenied(_)),
+            "{} refused an unsigned GET with {refused:?}",
+            server().name
+        );
+
+        let open = brisk_client::Client::builder()
+            .endpoint(anonymous_brisk_server().endpoint.clone())
+            .region("us-east-1")
+            .anonymous(true)
+            .build()
+            .unwrap();
+        let bucket = new_bucket(&open, "anon").await;
+        let body = pattern(3 * 1024 * 1024 + 5, 4);
+        open.put(&bucket, "big", &body).await.unwrap();
+        open.put(&bucket, "small", b"hello").await.unwrap();
+        assert!(open.get_bytes(&bucket, "big").await.unwrap()[..] == body[..]);
+        assert_eq!(
+            &open.get_bytes(&bucket, "small").await.unwrap()[..],
+            b"hello"
+        );
+        let page = open
+            .list(&bucket, ListOptions::default())
+            .next_page()
+            .await
+            .unwrap()
+            .unwrap();
+        let keys: Vec<&str> = page.objects.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(keys, ["big", "small"]);
+        assert!(
+            open.list_buckets()
+                .await
+                .unwrap()
+                .iter()
+                .any(|b| b.name == bucket)
+        );
+        assert!(matches!(
+            open.presign_get(&bucket, "small", Duration::from_secs(60)),
+            Err(Error::InvalidArgument { .. })
+        ));
     })
     .await;
 }

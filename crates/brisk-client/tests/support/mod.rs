@@ -118,8 +118,11 @@ impl ServerLauncher for Minio {
 
 /// `brisk serve`, from `BRISK_BIN` or `<workspace>/target/debug/brisk` (`cargo build -p brisk-cli`).
 /// brisk-client can not depend on brisk-cli (the CLI sits above the client), so the binary is found
-/// rather than built here.
-pub struct BriskServe;
+/// rather than built here. `anonymous` starts it with `--anonymous` (no credentials, unsigned
+/// requests accepted) instead of the test key pair.
+pub struct BriskServe {
+    pub anonymous: bool,
+}
 
 impl ServerLauncher for BriskServe {
     fn name(&self) -> &'static str {
@@ -142,8 +145,13 @@ impl ServerLauncher for BriskServe {
             .map_err(|e| format!("temp dir: {e}"))?
             .keep();
         let out = root.with_extension("out");
+        let auth = if self.anonymous {
+            "--anonymous".to_owned()
+        } else {
+            format!("--access-key {ACCESS_KEY} --secret-key {SECRET_KEY}")
+        };
         let script = format!(
-            "\"$0\" serve --listen 127.0.0.1:0 --root \"$1\" --access-key {ACCESS_KEY} --secret-key {SECRET_KEY} \
+            "\"$0\" serve --listen 127.0.0.1:0 --root \"$1\" {auth} \
                --region us-east-1 >\"$2\" 2>&1 &\n\
              server=$!\n\
              while kill -0 {parent} 2>/dev/null && kill -0 $server 2>/dev/null; do sleep 0.5; done\n\
@@ -238,7 +246,7 @@ fn launcher() -> Box<dyn ServerLauncher> {
     let chosen = std::env::var("BRISK_TEST_SERVER").ok();
     match chosen.as_deref().or_else(own_choice) {
         Some("minio") | None => Box::new(Minio),
-        Some("brisk") => Box::new(BriskServe),
+        Some("brisk") => Box::new(BriskServe { anonymous: false }),
         Some(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio, brisk)"),
     }
 }
@@ -251,6 +259,17 @@ pub fn server() -> &'static TestServer {
         launcher
             .launch()
             .unwrap_or_else(|e| panic!("starting the {} test server: {e}", launcher.name()))
+    })
+}
+
+/// A second `brisk serve`, started with `--anonymous` at first use, whatever server the rest of
+/// the binary tests.
+pub fn anonymous_brisk_server() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        BriskServe { anonymous: true }
+            .launch()
+            .unwrap_or_else(|e| panic!("starting an anonymous brisk serve: {e}"))
     })
 }
 
