@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brisk_client::{ListOptions, ListPage};
+use brisk_client::{CopyOptions, ListOptions, ListPage};
 use brisk_wire::xml::ObjectEntry;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -359,8 +359,14 @@ async fn copy_one(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
                 .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))
         }
         Copy::ServerSide(from, to, _) => ctx
-            .raw
-            .copy_object(&from.bucket, &from.key, &to.bucket, &to.key)
+            .client
+            .copy_object(
+                &from.bucket,
+                &from.key,
+                &to.bucket,
+                &to.key,
+                CopyOptions::default(),
+            )
             .await
             .map(|_| ())
             .map_err(|e| CliError::s3(format!("copy {from} to {to}"), e)),
@@ -382,12 +388,12 @@ fn rfc3339(t: OffsetDateTime) -> String {
 
 async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
     let Some(path) = a.path else {
-        let result = ctx
-            .raw
+        let buckets = ctx
+            .client
             .list_buckets()
             .await
             .map_err(|e| CliError::s3("list buckets", e))?;
-        for b in result.buckets {
+        for b in buckets {
             ctx.report(
                 || format!("{} {}", timestamp(b.creation_date), b.name),
                 || json!({"type": "bucket", "name": b.name, "creation_date": rfc3339(b.creation_date)}),

@@ -1,12 +1,11 @@
-//! What every S3 command shares: the client built from the global options, the raw requests for
-//! what the client lacks, and how to print results.
+//! What every S3 command shares: the client built from the global options, and how to print
+//! results.
 
-use brisk_client::{Client, Credentials, TransferOptions};
+use brisk_client::{Client, TransferOptions};
 use brisk_mem::{BufferPool, MemoryBudget};
 
 use crate::args::GlobalArgs;
 use crate::exit::CliError;
-use crate::raw::RawS3;
 
 /// The largest buffer a stream uses per range or part: the pool's largest block (8 MiB).
 pub const MAX_STREAM_PART: usize = brisk_mem::MAX_BLOCK_SIZE;
@@ -15,7 +14,6 @@ pub const MAX_STREAM_PART: usize = brisk_mem::MAX_BLOCK_SIZE;
 #[derive(Debug)]
 pub struct Context {
     pub client: Client,
-    pub raw: RawS3,
     pub json: bool,
     pub quiet: bool,
     pub concurrency: usize,
@@ -36,9 +34,8 @@ impl Context {
             builder = builder.profile(profile.clone());
         }
         if g.no_sign_request {
-            // The client always signs; an anonymous server ignores the signature. `raw` requests
-            // are sent without one.
-            builder = builder.credentials(Credentials::new("anonymous", "anonymous"));
+            // No credentials are looked up and no request carries an Authorization header.
+            builder = builder.anonymous(true);
         }
         if let Some(bytes) = g.max_memory {
             let block = BufferPool::block_size_for(g.part_size.min(MAX_STREAM_PART));
@@ -50,10 +47,8 @@ impl Context {
             builder = builder.memory_budget(MemoryBudget::new(bytes));
         }
         let client = builder.build()?;
-        let raw = RawS3::new(client.config(), !g.no_sign_request);
         Ok(Self {
             client,
-            raw,
             json: g.json,
             quiet: g.quiet,
             concurrency: g.concurrency.max(1),

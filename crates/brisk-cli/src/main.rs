@@ -11,7 +11,6 @@ mod exit;
 mod filter;
 mod location;
 mod progress;
-mod raw;
 mod serve;
 mod size;
 mod stream;
