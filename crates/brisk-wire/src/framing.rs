@@ -130,6 +130,24 @@ impl BodyDecoder for LengthDecoder {
     }
 }
 
+/// Lower-case hex of a chunk `size` without leading zeros ("0" for zero), written into `buf`: the size
+/// line of both HTTP `chunked` and aws-chunked bodies.
+pub fn hex_chunk_size(size: u64, buf: &mut [u8; 16]) -> &[u8] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = hex_chunk_size_len(size);
+    for (i, slot) in buf[..digits].iter_mut().enumerate() {
+        let shift = 4 * (digits - 1 - i);
+        *slot = HEX[((size >> shift) & 0xf) as usize];
+    }
+    &buf[..digits]
+}
+
+/// How many hex digits [`hex_chunk_size`] writes for `size` (1 for zero): what encoded-length
+/// computations need without formatting.
+pub fn hex_chunk_size_len(size: u64) -> usize {
+    (64 - size.leading_zeros() as usize).div_ceil(4).max(1)
+}
+
 /// Runs `decoder` over a whole in-memory body and returns the payload. For tests, fuzzing and small
 /// bodies; the data path drives decoders incrementally instead.
 pub fn decode_all<D: BodyDecoder + ?Sized>(
@@ -153,6 +171,17 @@ pub fn decode_all<D: BodyDecoder + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_chunk_sizes() {
+        let mut b = [0u8; 16];
+        assert_eq!(hex_chunk_size(0, &mut b), b"0");
+        assert_eq!(hex_chunk_size(0xabc, &mut b), b"abc");
+        assert_eq!(hex_chunk_size(0x10000, &mut b), b"10000");
+        assert_eq!(hex_chunk_size(u64::MAX, &mut b), b"ffffffffffffffff");
+        assert_eq!(hex_chunk_size_len(0xfff), 3);
+        assert_eq!(hex_chunk_size_len(0x1000), 4);
+    }
 
     #[test]
     fn length_decoder_stops_at_its_length() {

@@ -15,7 +15,7 @@ use std::io::IoSlice;
 
 use super::headers::{Headers, is_token, trim_ows};
 use super::limits::Limits;
-use crate::framing::{BodyDecoder, Decoded, FramingError};
+use crate::framing::{BodyDecoder, Decoded, FramingError, hex_chunk_size};
 
 /// Where the decoder is in the chunked body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -352,19 +352,10 @@ impl ChunkHeader {
     /// chunk, which ends the body: callers skip empty data instead.
     pub fn new(size: u64) -> Self {
         let mut digits = [0u8; 16];
-        let mut n = size;
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b"0123456789abcdef"[(n & 0xf) as usize];
-            n >>= 4;
-            if n == 0 {
-                break;
-            }
-        }
-        let count = digits.len() - i;
+        let digits = hex_chunk_size(size, &mut digits);
+        let count = digits.len();
         let mut bytes = [0u8; MAX_CHUNK_HEADER_LEN];
-        bytes[..count].copy_from_slice(&digits[i..]);
+        bytes[..count].copy_from_slice(digits);
         bytes[count..count + 2].copy_from_slice(b"\r\n");
         Self {
             bytes,

@@ -114,29 +114,9 @@ fn push_trimmed_value(out: &mut Vec<u8>, value: &[u8]) {
     }
 }
 
-/// Is `name` an HTTP token (RFC 9110 `tchar`s)?
+/// Is `name` an HTTP token (RFC 9110 `tchar`s)? The HTTP codec's definition, for `&str` names.
 pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
+    crate::http::headers::is_token(name.as_bytes())
 }
 
 /// One signed header: its lower-case name and its values in request order.

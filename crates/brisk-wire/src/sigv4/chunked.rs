@@ -25,6 +25,7 @@ use super::credentials::SigningKey;
 use super::error::SigningError;
 use super::hashing::{HmacSha256, hex32};
 use super::time::AmzDate;
+use crate::framing::{hex_chunk_size, hex_chunk_size_len};
 
 /// `;chunk-signature=` between the size and the signature of a signed chunk header.
 const SIGNATURE_EXTENSION: &[u8] = b";chunk-signature=";
@@ -60,7 +61,7 @@ impl ChunkHeader {
 
     fn push_hex_size(&mut self, size: u64) {
         let mut digits = [0u8; 16];
-        let text = hex_size(size, &mut digits);
+        let text = hex_chunk_size(size, &mut digits);
         self.push(text);
     }
 
@@ -78,22 +79,6 @@ impl std::fmt::Debug for ChunkHeader {
             String::from_utf8_lossy(self.as_bytes())
         )
     }
-}
-
-/// Lower-case hex of `size` without leading zeros, written into `buf`.
-fn hex_size(size: u64, buf: &mut [u8; 16]) -> &[u8] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digits = hex_digits(size);
-    for (i, slot) in buf[..digits].iter_mut().enumerate() {
-        let shift = 4 * (digits - 1 - i);
-        *slot = HEX[((size >> shift) & 0xf) as usize];
-    }
-    &buf[..digits]
-}
-
-/// How many hex digits `size` takes (1 for zero).
-fn hex_digits(size: u64) -> usize {
-    (64 - size.leading_zeros() as usize).div_ceil(4).max(1)
 }
 
 /// The signature chain of a signed aws-chunked body: produces (client) or recomputes (server) each
@@ -280,9 +265,9 @@ fn data_chunks_len(decoded_len: u64, chunk_size: u64, per_chunk_fixed: u64) -> u
     assert!(chunk_size > 0, "chunk size must be positive");
     let full = decoded_len / chunk_size;
     let rest = decoded_len % chunk_size;
-    let mut total = decoded_len + full * (hex_digits(chunk_size) as u64 + per_chunk_fixed);
+    let mut total = decoded_len + full * (hex_chunk_size_len(chunk_size) as u64 + per_chunk_fixed);
     if rest > 0 {
-        total += hex_digits(rest) as u64 + per_chunk_fixed;
+        total += hex_chunk_size_len(rest) as u64 + per_chunk_fixed;
     }
     total
 }
@@ -429,13 +414,5 @@ mod tests {
         ] {
             assert!(UnsignedChunkEncoder::final_chunk_with_trailers(&[bad]).is_err());
         }
-    }
-
-    #[test]
-    fn hex_sizes() {
-        let mut b = [0u8; 16];
-        assert_eq!(hex_size(0, &mut b), b"0");
-        assert_eq!(hex_size(0xabc, &mut b), b"abc");
-        assert_eq!(hex_size(u64::MAX, &mut b), b"ffffffffffffffff");
     }
 }
