@@ -15,10 +15,11 @@
 //! - `full_scale_transfers_stay_within_one_budget` (ignored: minutes and tens of GB of disk): objects
 //!   of 1 GiB (32 GiB moved) against its own `brisk serve --no-fsync`. Run it with
 //!   `BRISK_SCRATCH_DIR=/some/dir cargo test --release -p brisk-client --test budget -- --ignored
-//!   --nocapture` after `cargo build --release -p brisk-cli`. The 16 downloads read one 1 GiB
-//!   object and every object and file is deleted as soon as its transfer is checked, so the disk holds
-//!   at most about 1 + 16 (downloaded files) + 16 to 32 (uploads, whose parts the server concatenates
-//!   into a new file) GiB at once.
+//!   --nocapture` after `cargo build --release -p brisk-cli`. To fit a shared disk, the 16 downloads
+//!   read one 1 GiB object, the bytes of every download but the first are discarded as they land
+//!   (the files are truncated while written), and every object and file is deleted as soon as its
+//!   transfer is checked: the disk holds about 1 + 1 + 16 (uploaded parts) + 2 (the server
+//!   concatenating parts, one per worker thread) GiB at most.
 //!
 //! The full-scale test is ignored unless asked for, so a run holds one workload and the peak is that
 //! workload's and no other test's (do not run both with `--include-ignored`).
@@ -29,6 +30,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -57,8 +60,32 @@ struct Scale {
     object: usize,
     /// Distinct objects the downloads read (download `i` reads source `i % sources`).
     sources: usize,
-    /// Delete each downloaded file and uploaded object once its transfer is checked (disk space).
+    /// Delete each downloaded file and uploaded object once its transfer is checked, and discard
+    /// the bytes of every download but the first as they land (disk space; see
+    /// [`discard_downloaded_bytes`]).
     delete_as_done: bool,
+}
+
+/// Every 500 ms until `stop` is set, truncates to zero every file in `dir` except the first
+/// download's (`dst0` and its temporary file): the downloads still write every byte (positional
+/// writes past the end re-extend a file), but the disk does not have to hold 16 GiB of them. The
+/// first download is kept whole and checked byte for byte.
+fn discard_downloaded_bytes(dir: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name == "dst0" || name.starts_with(".dst0.") {
+                    continue;
+                }
+                // A file renamed or deleted in between is not an error.
+                if let Ok(file) = std::fs::OpenOptions::new().write(true).open(entry.path()) {
+                    let _ = file.set_len(0);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    })
 }
 
 /// Deterministic bytes generated on the fly: an upload source that holds no memory.
@@ -161,6 +188,10 @@ async fn transfers_within_one_budget(
             .await
             .unwrap();
     }
+    let stop = Arc::new(AtomicBool::new(false));
+    let discarding = scale
+        .delete_as_done
+        .then(|| discard_downloaded_bytes(dir.to_owned(), Arc::clone(&stop)));
     let baseline = proc_status_bytes("VmRSS:");
     let started = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
@@ -195,6 +226,10 @@ async fn transfers_within_one_budget(
     }
     let elapsed = started.elapsed();
     let peak = proc_status_bytes("VmHWM:");
+    stop.store(true, Ordering::Relaxed);
+    if let Some(thread) = discarding {
+        thread.join().unwrap();
+    }
     let metrics = budget.metrics();
     let moved = 2 * TRANSFERS * object;
     eprintln!(
