@@ -3,9 +3,11 @@
 //!
 //! # Where the memory comes from
 //!
-//! - **Below [`MAPPED_MIN_LEN`] (1 MiB): the heap**, `vec![0u8; n]`. Small buffers come from the
-//!   allocator's arenas, where pages freed by earlier buffers are reused without faulting, and one
-//!   heap allocation is cheaper than the `mmap` + `munmap` pair a mapping costs.
+//! - **Below [`MAPPED_MIN_LEN`] (1 MiB): the heap**, `vec![0u8; n]`. Once glibc has a freed chunk of
+//!   that size, it hands it out again with its pages still resident (calloc zeroes it with memset),
+//!   which costs far less than fresh pages (`cargo bench -p brisk-mem --bench pool`, 1 MiB written in
+//!   full: about 40 µs from a reused heap chunk against 550–660 µs for fresh pages, faulted or
+//!   populated), and what glibc keeps resident after such a buffer is freed is small.
 //! - **From [`MAPPED_MIN_LEN`] up: an anonymous private mapping of `n` bytes (rounded up to whole
 //!   pages), populated when it is created** (`MAP_POPULATE`): every page is resident and zeroed before
 //!   the first byte of the body arrives, and the socket's copy into it takes no page faults.
@@ -14,29 +16,29 @@
 //! kernel's copy, and on this project's VMs those faults cost more than the copy itself. Receiving
 //! 1 GiB from `brisk serve` (`bench/fresh_buffer_recv.py`, sys CPU per GiB): into fresh pages about
 //! 1.0 s; into a `MAP_POPULATE` mapping 0.56 s, population included; into a buffer already touched
-//! 0.17 s (the copy alone). The buffer is written in full by the read right after, so populating adds
-//! no resident memory the buffer would not have had anyway; it only moves the faults ahead of the
-//! copy, where the kernel takes them in one batch. BENCHMARKS.md ("In-memory GET buffer") has the
-//! end-to-end figures for `get_bytes`.
+//! 0.17 s (the copy alone). End to end, `get_bytes` of 256 MiB and 1 GiB went from 1.14 to 0.75 CPU
+//! s/GiB (BENCHMARKS.md, "In-memory GET buffer"). The buffer is written in full by the read right
+//! after, so populating adds no resident memory the buffer would not have had anyway.
+//!
+//! Why a mapping: dropping it gives the memory back to the kernel at once. A large heap buffer would
+//! raise glibc's dynamic mmap threshold (up to 32 MiB) and trim threshold (twice that), after which
+//! freed buffers stay resident outside the budget, as `pool.rs` describes for blocks.
+//!
+//! The line is drawn at 1 MiB by judgement, not as a measured optimum: small enough that every
+//! large object takes the mapped path, large enough that small objects keep the heap's warm pages.
 //!
 //! Transparent huge pages would cut the number of faults by 512; this crate does not ask for them
 //! because on the machine kind brisk is measured on the kernel hands out none to anonymous mappings
 //! (`thp_fault_alloc` stays 0 after `MADV_HUGEPAGE`, and `MADV_COLLAPSE` is refused), so the benefit
 //! could not be measured.
-//!
-//! A mapping is also given back to the kernel when the buffer is dropped, whatever glibc's dynamic
-//! mmap threshold has become (see `pool.rs`): freeing a large object frees its memory.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use crate::budget::{BudgetError, MemoryBudget, Reservation};
 
-/// The smallest buffer backed by a populated anonymous mapping instead of the heap: 1 MiB.
-///
-/// Below it a buffer is at most 256 pages, whose faults cost less than the `mmap`/`munmap` pair and
-/// the up-front population of a mapping; at and above it the faults dominate. Measured by
-/// `cargo bench -p brisk-mem --bench pool` ("fresh buffer, written in full").
+/// The smallest buffer backed by a populated anonymous mapping instead of the heap: 1 MiB (see the
+/// module docs for why, and for why this line is a judgement rather than a measured optimum).
 pub const MAPPED_MIN_LEN: usize = 1024 * 1024;
 
 /// The memory behind an [`ExactBuf`].
