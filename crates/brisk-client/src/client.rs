@@ -3,9 +3,10 @@
 //! # Memory on the data path
 //!
 //! - [`Client::get_bytes`] reads the response head, takes exactly `Content-Length` bytes from the
-//!   memory budget, allocates them once ([`ExactBuf`]) and reads the body from the socket straight
-//!   into them: one allocation per object whatever its size, no intermediate buffer, nothing grown by
-//!   doubling.
+//!   memory budget, allocates them once ([`ExactBuf`]: from 1 MiB up an anonymous mapping populated
+//!   before the body arrives, so the socket's copy takes no page faults) and reads the body from the
+//!   socket straight into them: one buffer per object whatever its size, no intermediate buffer,
+//!   nothing grown by doubling.
 //! - [`Client::get_into`] and [`Client::get_range_into`] read into the caller's slice: the body path
 //!   allocates nothing. When the caller's slice is at least as large as the connection's read buffer
 //!   (64 KiB by default) the socket is read straight into it.
@@ -369,7 +370,9 @@ impl Client {
     }
 
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget
-    /// (waiting while the budget is full). One allocation whatever the size; the body goes from the
+    /// (waiting while the budget is full). The buffer is sized from the response's `Content-Length`,
+    /// so nothing is reserved before the head arrives; it is one allocation whatever the size (from
+    /// [`brisk_mem::MAPPED_MIN_LEN`] up a populated mapping, no heap), and the body goes from the
     /// socket straight into it. A full-object checksum returned by the server is verified
     /// ([`Error::ChecksumMismatch`]).
     pub async fn get_bytes(&self, bucket: &str, key: &str) -> Result<ExactBuf> {

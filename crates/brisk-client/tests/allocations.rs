@@ -8,14 +8,18 @@
 //!   against more than a thousand): the body path allocates **nothing** per read; what remains is per
 //!   request (the signed head: 45 allocations, 3.7 KB, against MinIO). Objects of a
 //!   few bytes come with slightly different response headers from MinIO, so they are not compared.
-//! - `get_bytes` allocates the same number of times for 1 MiB and 64 MiB, and the bytes allocated
-//!   for 64 MiB are 64 MiB plus the same small per-request amount: one exact buffer, no growth.
+//! - `get_bytes` allocates the same number of times for 1 MiB and 64 MiB: no growth. From
+//!   `MAPPED_MIN_LEN` (1 MiB) up its buffer is a populated mapping, so the heap sees only get_into's
+//!   per-request allocations; the 128 KiB object's buffer is one heap allocation of exactly 128 KiB.
+//! - `get_bytes` reserves exactly the object's `Content-Length` from the budget, after the response
+//!   head: a missing object reserves nothing.
 
 mod support;
 
 use std::time::Duration;
 
-use support::{bounded, client, new_bucket, pattern};
+use brisk_mem::{MAPPED_MIN_LEN, MemoryBudget};
+use support::{bounded, builder, client, new_bucket, pattern};
 
 #[allow(unsafe_code)]
 mod counting {
@@ -118,7 +122,9 @@ async fn read_paths_allocate_per_request_not_per_byte() {
         let mut get_bytes = Vec::new();
         for (key, len) in &objects {
             let (buf, allocations, bytes) = counting::count(c.get_bytes(&bucket, key)).await;
-            assert_eq!(buf.unwrap().len(), *len);
+            let buf = buf.unwrap();
+            assert_eq!(buf.len(), *len);
+            assert_eq!(buf.is_mapped(), *len >= MAPPED_MIN_LEN);
             get_bytes.push((*len, allocations, bytes));
         }
         println!("get_into  (object bytes, allocations, bytes allocated): {get_into:?}");
@@ -133,22 +139,47 @@ async fn read_paths_allocate_per_request_not_per_byte() {
             // Per-request strings differ by a few digits (Content-Length, ETag), never by a buffer.
             assert!(bytes < 16 * 1024, "get_into of {len} bytes: {get_into:?}");
         }
-        let (_, small_allocs, small_bytes) = get_bytes[1];
-        let (_, large_allocs, large_bytes) = get_bytes[2];
-        assert_eq!(small_allocs, large_allocs, "{get_bytes:?}");
-        // The object's bytes plus the per-request overhead of get_into: one exact buffer, no growth.
-        assert!(
-            large_bytes - ((64 * MIB) as u64) < 16 * 1024,
-            "{get_bytes:?}"
-        );
-        assert!(small_bytes - (MIB as u64) < 16 * 1024, "{get_bytes:?}");
-        // And that overhead is the object's buffer (1 allocation) on top of get_into's.
-        assert_eq!(
-            small_allocs,
-            base_allocs + 1,
-            "{get_bytes:?} vs {get_into:?}"
-        );
+        // Below MAPPED_MIN_LEN the object's buffer is one heap allocation of exactly its size on top
+        // of get_into's per-request ones; from there up it is a mapping and the heap sees only the
+        // per-request allocations. Either way the count does not grow with the size.
+        for &(len, allocations, bytes) in &get_bytes {
+            if len >= MAPPED_MIN_LEN {
+                assert_eq!(allocations, base_allocs, "{get_bytes:?} vs {get_into:?}");
+                assert!(bytes < 16 * 1024, "{get_bytes:?}");
+            } else {
+                assert_eq!(
+                    allocations,
+                    base_allocs + 1,
+                    "{get_bytes:?} vs {get_into:?}"
+                );
+                assert!(bytes - (len as u64) < 16 * 1024, "{get_bytes:?}");
+            }
+        }
+        assert_eq!(get_bytes[1].1, get_bytes[2].1, "{get_bytes:?}");
         assert_eq!(c.metrics().connections_opened, 1);
+    })
+    .await;
+}
+
+/// The budget pays for exactly `Content-Length` bytes, taken once the head has said how many: the
+/// peak reservation is the object's size, and a GET that fails at the head reserves nothing.
+#[tokio::test(flavor = "current_thread")]
+async fn get_bytes_reserves_the_content_length_after_the_head() {
+    bounded(Duration::from_secs(60), async {
+        let budget = MemoryBudget::new(64 * MIB);
+        let c = builder().memory_budget(budget.clone()).build().unwrap();
+        let bucket = new_bucket(&c, "reserve").await;
+        assert!(c.get_bytes(&bucket, "missing").await.is_err());
+        assert_eq!(budget.metrics().peak_reserved_bytes, 0);
+
+        let len = 3 * MIB + 17;
+        c.put(&bucket, "k", &pattern(len, 3)).await.unwrap();
+        let buf = c.get_bytes(&bucket, "k").await.unwrap();
+        assert_eq!(buf.len(), len);
+        assert_eq!(budget.reserved(), len);
+        drop(buf);
+        assert_eq!(budget.reserved(), 0);
+        assert_eq!(budget.metrics().peak_reserved_bytes, len);
     })
     .await;
 }

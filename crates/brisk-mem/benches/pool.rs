@@ -36,11 +36,10 @@ fn memory(c: &mut Criterion) {
     c.bench_function("budget acquire+release", |b| {
         b.iter(|| drop(black_box(now(budget.acquire(black_box(4096))).unwrap())))
     });
-    // glibc serves 16 MiB from the heap once its dynamic mmap threshold has risen (it does after the
-    // first free of an mmapped 16 MiB chunk), and then calloc zeroes with memset; above 32 MiB (the
-    // threshold's ceiling) every allocation is fresh mmapped zero pages and nothing is touched.
+    // From MAPPED_MIN_LEN up an exact buffer is a mapping populated at creation: this is the cost of
+    // making its pages resident (and of unmapping them), paid before the body arrives.
     for mib in [16, 64] {
-        c.bench_function(&format!("ExactBuf::new {mib} MiB (untouched)"), |b| {
+        c.bench_function(&format!("ExactBuf::new {mib} MiB (populated)"), |b| {
             b.iter(|| {
                 drop(black_box(
                     ExactBuf::try_new(&budget, black_box(mib * MIB)).unwrap(),
@@ -50,5 +49,44 @@ fn memory(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, memory);
+/// What `ExactBuf` chooses between at `MAPPED_MIN_LEN`, each written in full (as a GET's body fills
+/// it) and freed: a heap vector (in a loop glibc reuses the chunk freed the round before, warm pages
+/// zeroed by calloc's memset, once its mmap threshold has risen above the size), a fresh mapping whose
+/// pages fault as they are written (what calloc returns above the threshold), and a mapping populated
+/// at creation (what `ExactBuf` uses from `MAPPED_MIN_LEN` up).
+fn fresh_buffer_written_in_full(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fresh buffer, written in full");
+    for kib in [256, 1024, 4096, 16384] {
+        let n = kib * 1024;
+        group.bench_function(format!("heap {kib} KiB"), |b| {
+            b.iter(|| {
+                let mut buf = vec![0u8; black_box(n)];
+                buf.fill(1);
+                black_box(&buf);
+            })
+        });
+        // What calloc hands out above glibc's mmap threshold: fresh pages that fault as written.
+        group.bench_function(format!("fresh mapping {kib} KiB"), |b| {
+            b.iter(|| {
+                let mut buf = memmap2::MmapMut::map_anon(black_box(n)).unwrap();
+                buf.fill(1);
+                black_box(&buf);
+            })
+        });
+        group.bench_function(format!("populated mapping {kib} KiB"), |b| {
+            b.iter(|| {
+                let mut buf = memmap2::MmapOptions::new()
+                    .len(black_box(n))
+                    .populate()
+                    .map_anon()
+                    .unwrap();
+                buf.fill(1);
+                black_box(&buf);
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, memory, fresh_buffer_written_in_full);
 criterion_main!(benches);

@@ -1,27 +1,101 @@
-//! Exact-size buffers: one allocation of exactly the bytes a transfer will hold, for reading a whole
+//! Exact-size buffers: one buffer of exactly the bytes a transfer will hold, for reading a whole
 //! object of known length (a GET of `Content-Length` bytes) into memory.
 //!
-//! The buffer is allocated with `vec![0u8; n]`, which asks the allocator for zeroed memory (calloc):
-//! for large sizes that is fresh zero pages from the OS (mmap), resident only once written, so zeroing
-//! costs no page touches and the object's bytes are copied into the buffer once, by the socket read.
+//! # Where the memory comes from
 //!
-//! One exception, measured with glibc (`benches/pool.rs`): glibc's mmap threshold rises to the size of
-//! the last mmapped chunk freed, up to 32 MiB, so once a buffer between 128 KiB and 32 MiB has been
-//! freed, later buffers up to that size may come from the heap and calloc zeroes them with memset
-//! (about 0.6 ms per 16 MiB, against 19 µs for an untouched 64 MiB buffer). Those pages are written by
-//! the read right after, so the cost is one extra pass over memory, not extra resident memory.
+//! - **Below [`MAPPED_MIN_LEN`] (1 MiB): the heap**, `vec![0u8; n]`. Once glibc has a freed chunk of
+//!   that size, it hands it out again with its pages still resident (calloc zeroes it with memset),
+//!   which costs far less than fresh pages (`cargo bench -p brisk-mem --bench pool`, 1 MiB written in
+//!   full: about 40 µs from a reused heap chunk against 550–660 µs for fresh pages, faulted or
+//!   populated), and what glibc keeps resident after such a buffer is freed is small.
+//! - **From [`MAPPED_MIN_LEN`] up: an anonymous private mapping of `n` bytes (rounded up to whole
+//!   pages), populated when it is created** (`MAP_POPULATE`): every page is resident and zeroed before
+//!   the first byte of the body arrives, and the socket's copy into it takes no page faults.
+//!
+//! Why populate: a fresh buffer that the socket fills faults once per 4 KiB page *inside* the
+//! kernel's copy, and on this project's VMs those faults cost more than the copy itself. Receiving
+//! 1 GiB from `brisk serve` (`bench/fresh_buffer_recv.py`, sys CPU per GiB): into fresh pages about
+//! 1.0 s; into a `MAP_POPULATE` mapping 0.56 s, population included; into a buffer already touched
+//! 0.17 s (the copy alone). End to end, `get_bytes` of 256 MiB and 1 GiB went from 1.14 to 0.75 CPU
+//! s/GiB (BENCHMARKS.md, "In-memory GET buffer"). The buffer is written in full by the read right
+//! after, so populating adds no resident memory the buffer would not have had anyway.
+//!
+//! Why a mapping: dropping it gives the memory back to the kernel at once. A large heap buffer would
+//! raise glibc's dynamic mmap threshold (up to 32 MiB) and trim threshold (twice that), after which
+//! freed buffers stay resident outside the budget, as `pool.rs` describes for blocks.
+//!
+//! The line is drawn at 1 MiB by judgement, not as a measured optimum: small enough that every
+//! large object takes the mapped path, large enough that small objects keep the heap's warm pages.
+//!
+//! Transparent huge pages would cut the number of faults by 512; this crate does not ask for them
+//! because on the machine kind brisk is measured on the kernel hands out none to anonymous mappings
+//! (`thp_fault_alloc` stays 0 after `MADV_HUGEPAGE`, and `MADV_COLLAPSE` is refused), so the benefit
+//! could not be measured.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use crate::budget::{BudgetError, MemoryBudget, Reservation};
 
+/// The smallest buffer backed by a populated anonymous mapping instead of the heap: 1 MiB (see the
+/// module docs for why, and for why this line is a judgement rather than a measured optimum).
+pub const MAPPED_MIN_LEN: usize = 1024 * 1024;
+
+/// The memory behind an [`ExactBuf`].
+enum Memory {
+    /// `len == capacity == n`.
+    Heap(Vec<u8>),
+    /// A populated anonymous mapping of exactly `n` bytes (the kernel rounds it up to whole pages).
+    Mapped(memmap2::MmapMut),
+}
+
+impl Memory {
+    fn new(len: usize) -> Self {
+        if len < MAPPED_MIN_LEN {
+            return Memory::Heap(vec![0u8; len]);
+        }
+        // An anonymous mapping fails only when the address space or the kernel's map count is
+        // exhausted, the condition under which a heap allocation of the same size aborts the process.
+        let map = memmap2::MmapOptions::new()
+            .len(len)
+            .populate()
+            .map_anon()
+            .unwrap_or_else(|e| panic!("mapping a {len} byte exact buffer failed: {e}"));
+        Memory::Mapped(map)
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Memory::Heap(vec) => vec,
+            Memory::Mapped(map) => map,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        match self {
+            Memory::Heap(vec) => vec,
+            Memory::Mapped(map) => map,
+        }
+    }
+
+    /// The bytes as a vector: the heap allocation itself, or a copy of a mapping.
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Memory::Heap(vec) => vec,
+            Memory::Mapped(map) => map.to_vec(),
+        }
+    }
+}
+
 /// A buffer of exactly `len` bytes, paid for by a [`Reservation`] of `len` bytes that is given back
 /// after the buffer is freed.
+///
+/// Buffers of [`MAPPED_MIN_LEN`] bytes and more are populated anonymous mappings, smaller ones heap
+/// vectors (see the module docs for why); both deref to `[u8]` of exactly `len` bytes, zeroed.
 pub struct ExactBuf {
     // Declared before `reservation`: fields drop in order, so the memory is freed before the budget
     // hands the bytes to someone else.
-    buf: Vec<u8>,
+    memory: Memory,
     reservation: Reservation,
 }
 
@@ -41,20 +115,30 @@ impl ExactBuf {
     }
 
     /// Allocate a buffer of exactly `reservation.size()` bytes, paid for by a reservation taken
-    /// earlier (at schedule time).
+    /// earlier (at schedule time). From [`MAPPED_MIN_LEN`] up the pages are made resident here, before
+    /// the caller writes them.
     pub fn from_reservation(reservation: Reservation) -> Self {
-        let buf = vec![0u8; reservation.size()];
-        ExactBuf { buf, reservation }
+        let memory = Memory::new(reservation.size());
+        ExactBuf {
+            memory,
+            reservation,
+        }
     }
 
     /// The buffer's length in bytes (fixed at creation).
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.memory.as_slice().len()
     }
 
     /// Whether the buffer holds zero bytes.
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether the buffer is an anonymous mapping (`len() >= MAPPED_MIN_LEN`) rather than a heap
+    /// allocation.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.memory, Memory::Mapped(_))
     }
 
     /// The bytes reserved for this buffer (equal to its length).
@@ -62,20 +146,30 @@ impl ExactBuf {
         &self.reservation
     }
 
-    /// The buffer as a `Vec<u8>` with `len() == capacity()`, without copying.
+    /// The bytes as a `Vec<u8>` with `len() == capacity()`.
+    ///
+    /// A heap buffer (below [`MAPPED_MIN_LEN`]) is handed over without copying. A mapped buffer is
+    /// **copied** into a new heap allocation of `len()` bytes and the mapping freed, so for a moment
+    /// the process holds the bytes twice, the copy outside the budget: prefer keeping the `ExactBuf`
+    /// (it derefs to `[u8]`) when the bytes are large.
     ///
     /// The reservation is released here: from this point the vector is the caller's and no longer
     /// counts against the budget. Use [`into_parts`](ExactBuf::into_parts) to keep it accounted.
     pub fn into_vec(self) -> Vec<u8> {
-        let ExactBuf { buf, reservation } = self;
+        let ExactBuf {
+            memory,
+            reservation,
+        } = self;
+        let vec = memory.into_vec();
         drop(reservation);
-        buf
+        vec
     }
 
-    /// The buffer and the reservation that pays for it, so the caller can keep the bytes accounted for
-    /// as long as it holds the vector (drop the vector before the reservation).
+    /// The bytes as a vector and the reservation that pays for it, so the caller can keep the bytes
+    /// accounted for as long as it holds the vector (drop the vector before the reservation). Copies
+    /// a mapped buffer, as [`into_vec`](ExactBuf::into_vec) does.
     pub fn into_parts(self) -> (Vec<u8>, Reservation) {
-        (self.buf, self.reservation)
+        (self.memory.into_vec(), self.reservation)
     }
 }
 
@@ -83,32 +177,33 @@ impl Deref for ExactBuf {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        &self.buf
+        self.memory.as_slice()
     }
 }
 
 impl DerefMut for ExactBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.buf
+        self.memory.as_mut_slice()
     }
 }
 
 impl AsRef<[u8]> for ExactBuf {
     fn as_ref(&self) -> &[u8] {
-        &self.buf
+        self
     }
 }
 
 impl AsMut<[u8]> for ExactBuf {
     fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.buf
+        self
     }
 }
 
 impl fmt::Debug for ExactBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ExactBuf")
-            .field("len", &self.buf.len())
+            .field("len", &self.len())
+            .field("mapped", &self.is_mapped())
             .finish()
     }
 }
@@ -167,6 +262,54 @@ mod tests {
         assert_eq!(budget.reserved(), 123);
         let empty = ExactBuf::try_new(&budget, 0).unwrap();
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn from_the_threshold_up_the_buffer_is_a_mapping_of_exactly_its_length() {
+        let budget = MemoryBudget::new(8 * MAPPED_MIN_LEN);
+        let below = ExactBuf::try_new(&budget, MAPPED_MIN_LEN - 1).unwrap();
+        assert!(!below.is_mapped());
+        // Not a multiple of the page size: the slice is still exactly `len` bytes.
+        let len = 3 * MAPPED_MIN_LEN + 5;
+        let mut buf = ExactBuf::try_new(&budget, len).unwrap();
+        assert!(buf.is_mapped());
+        assert_eq!(buf.len(), len);
+        assert_eq!(
+            buf.as_ptr() as usize % 4096,
+            0,
+            "a mapping starts on a page"
+        );
+        assert!(buf.iter().all(|&b| b == 0));
+        buf[len - 1] = 9;
+        assert_eq!(budget.reserved(), (MAPPED_MIN_LEN - 1) + len);
+        drop(buf);
+        drop(below);
+        assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn a_mapped_buffer_becomes_a_vector_by_copy() {
+        let budget = MemoryBudget::new(2 * MAPPED_MIN_LEN);
+        let mut buf = ExactBuf::try_new(&budget, MAPPED_MIN_LEN).unwrap();
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        let address = buf.as_ptr();
+        let vec = buf.into_vec();
+        assert_ne!(vec.as_ptr(), address, "a copy, not the mapping");
+        assert_eq!(
+            (vec.len(), vec.capacity()),
+            (MAPPED_MIN_LEN, MAPPED_MIN_LEN)
+        );
+        assert!(vec.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        assert_eq!(budget.reserved(), 0);
+
+        let (vec, reservation) = ExactBuf::try_new(&budget, MAPPED_MIN_LEN)
+            .unwrap()
+            .into_parts();
+        assert_eq!(vec.len(), MAPPED_MIN_LEN);
+        assert_eq!(reservation.size(), MAPPED_MIN_LEN);
+        assert_eq!(budget.reserved(), MAPPED_MIN_LEN);
     }
 
     #[test]

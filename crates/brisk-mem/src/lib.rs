@@ -27,7 +27,9 @@
 //!   whenever a request would otherwise wait, so the cache never blocks a transfer.
 //!   [`BufferPool::global`] is the process-wide pool; private pools serve tests or keep a server's
 //!   memory apart from a client's.
-//! - [`ExactBuf`]: one allocation of exactly N bytes, for reading a whole object of known length.
+//! - [`ExactBuf`]: one buffer of exactly N bytes, for reading a whole object of known length: a heap
+//!   vector below [`MAPPED_MIN_LEN`] (1 MiB), from there up an anonymous mapping populated in advance,
+//!   so the socket's copy into it takes no page faults.
 //!
 //! # Metrics
 //!
@@ -43,7 +45,7 @@ mod metrics;
 mod pool;
 
 pub use budget::{Acquire, BudgetError, MemoryBudget, Reservation};
-pub use exact::ExactBuf;
+pub use exact::{ExactBuf, MAPPED_MIN_LEN};
 pub use metrics::MemoryMetrics;
 pub use pool::{
     BufferPool, DEFAULT_GLOBAL_BUDGET_BYTES, DEFAULT_RETENTION_BYTES, GlobalPoolError,

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
-use brisk_mem::{BufferPool, ExactBuf, MemoryBudget, PooledBlock, SIZE_CLASSES};
+use brisk_mem::{BufferPool, ExactBuf, MAPPED_MIN_LEN, MemoryBudget, PooledBlock, SIZE_CLASSES};
 
 #[allow(unsafe_code)]
 mod counting {
@@ -209,15 +209,35 @@ fn waiting_allocates_nothing_once_the_queue_has_grown() {
     assert_eq!(budget.metrics().waits, 101 * WAITERS as u64);
 }
 
+/// The anonymous mapping (`start..end`) of `/proc/self/maps` that holds `address`, if any.
+#[cfg(target_os = "linux")]
+fn anonymous_mapping_at(address: usize) -> Option<(usize, usize)> {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("read /proc/self/maps");
+    maps.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        let perms = fields.next()?;
+        // offset, device, inode, and no path: an anonymous mapping.
+        let anonymous = fields.nth(2) == Some("0") && fields.next().is_none();
+        (start <= address && address < end && perms.starts_with("rw") && anonymous)
+            .then_some((start, end))
+    })
+}
+
 #[test]
-fn an_exact_buffer_is_one_allocation_of_exactly_its_size() {
+fn a_small_exact_buffer_is_one_heap_allocation_of_exactly_its_size() {
     let budget = MemoryBudget::new(512 * MIB);
-    for n in [KIB, 64 * KIB, MIB, 16 * MIB, 256 * MIB] {
+    for n in [KIB, 64 * KIB, MAPPED_MIN_LEN - 1] {
         let (buf, counts) = count(|| now(ExactBuf::new(&budget, n)).unwrap());
         assert_eq!(counts.allocations, 1, "ExactBuf::new({n}): {counts:?}");
         assert_eq!(counts.bytes, n as u64);
         assert_eq!(counts.largest, n);
         assert_eq!(buf.len(), n);
+        assert!(!buf.is_mapped());
 
         let (vec, counts) = count(|| buf.into_vec());
         assert_eq!(counts.allocations, 0, "into_vec copies nothing");
@@ -225,6 +245,38 @@ fn an_exact_buffer_is_one_allocation_of_exactly_its_size() {
 
         let (buf, counts) = count(|| ExactBuf::try_new(&budget, n).unwrap());
         assert_eq!((counts.allocations, counts.largest), (1, n));
+        drop(buf);
+    }
+    assert_eq!(budget.reserved(), 0);
+}
+
+/// From `MAPPED_MIN_LEN` up, an exact buffer takes nothing from the heap: its bytes are one anonymous
+/// mapping that starts at the buffer and covers its length rounded up to whole pages (the kernel may
+/// merge it with a neighbouring mapping, so the mapping found may be larger, never smaller).
+#[test]
+#[cfg(target_os = "linux")]
+fn a_large_exact_buffer_is_one_mapping_and_no_heap_allocation() {
+    const PAGE: usize = 4096;
+    let budget = MemoryBudget::new(512 * MIB);
+    for n in [MAPPED_MIN_LEN, MAPPED_MIN_LEN + 1, 16 * MIB, 256 * MIB] {
+        let (buf, counts) = count(|| now(ExactBuf::new(&budget, n)).unwrap());
+        assert_eq!(counts.allocations, 0, "ExactBuf::new({n}): {counts:?}");
+        assert_eq!(buf.len(), n);
+        assert!(buf.is_mapped());
+        let address = buf.as_ptr() as usize;
+        assert_eq!(address % PAGE, 0);
+        let (start, end) = anonymous_mapping_at(address)
+            .unwrap_or_else(|| panic!("no anonymous mapping holds the {n} byte buffer"));
+        assert!(start <= address && address + n.next_multiple_of(PAGE) <= end);
+
+        // Handing a mapping over as a vector is a copy: one allocation of exactly n bytes.
+        let (vec, counts) = count(|| buf.into_vec());
+        assert_eq!((counts.allocations, counts.largest), (1, n));
+        assert_eq!((vec.len(), vec.capacity()), (n, n));
+        drop(vec);
+
+        let (buf, counts) = count(|| ExactBuf::try_new(&budget, n).unwrap());
+        assert_eq!(counts.allocations, 0, "ExactBuf::try_new({n}): {counts:?}");
         drop(buf);
     }
     assert_eq!(budget.reserved(), 0);
