@@ -309,7 +309,7 @@ async fn prepare_bucket(
     client
         .create_bucket(&bucket)
         .await
-        .map_err(|e| CliError::s3(format!("bench: create bucket s3://{bucket}"), e))?;
+        .map_err(|e| CliError::s3(format!("create bucket s3://{bucket}"), e))?;
     Ok((bucket, true))
 }
 
