@@ -9,6 +9,7 @@
 use std::hash::{BuildHasher, RandomState};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -95,6 +96,9 @@ impl ServerProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            // Its own process group: a Ctrl-C at the terminal reaches the benchmark only, which
+            // then cleans up against a server that is still running, and stops it.
+            .process_group(0)
             .spawn()
             .map_err(|source| ServerError::Spawn {
                 program: program.display().to_string(),
