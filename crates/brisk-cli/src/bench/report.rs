@@ -270,10 +270,10 @@ impl Report {
             None,
         ));
         page.push_str(&self.html_table());
-        let _ = write!(
+        let _ = writeln!(
             page,
             "<h2>Settings</h2><ul><li>{}</li><li>part size {}, {} in flight</li>\
-             <li>endpoint {}</li></ul>\n",
+             <li>endpoint {}</li></ul>",
             escape(&self.server_line()),
             human(self.part_size as u64),
             self.concurrency,

@@ -8,8 +8,8 @@
 
 use std::hash::{BuildHasher, RandomState};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
