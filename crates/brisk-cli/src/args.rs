@@ -40,6 +40,7 @@ Examples:
   brisk ls s3://photos --recursive --human-readable --summarize
   brisk presign s3://photos/2026/holiday.jpg --expires-in 600
   brisk serve --root ./data --listen 127.0.0.1:9000
+  brisk bench --quick
 
 Exit codes: 0 ok, 1 S3 error, 2 usage, 3 not found, 4 auth, 5 network, 6 local I/O.";
 
@@ -110,6 +111,8 @@ pub enum Command {
     Completions(CompletionArgs),
     /// Serve a directory as an S3-compatible endpoint.
     Serve(ServeArgs),
+    /// Measure GET, download and upload against the embedded server (or --endpoint-url).
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -245,4 +248,41 @@ pub struct ServeArgs {
     /// Connections served at once.
     #[arg(long, default_value_t = brisk_server::config::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+}
+
+/// Most runs per case `brisk bench` accepts.
+pub const MAX_BENCH_REPEAT: u32 = 100;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Sizes of the in-memory GET objects, comma-separated [default: 256MiB,1GiB; 16MiB with --quick].
+    #[arg(long, value_name = "SIZE,...", value_delimiter = ',', value_parser = parse_size)]
+    pub size_get: Vec<usize>,
+    /// Size of the download, the upload and the loopback copy [default: 4GiB; 64MiB with --quick].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size_transfer: Option<usize>,
+    /// Runs of each case; the median is printed [default: 3; 1 with --quick].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_BENCH_REPEAT as i64))]
+    pub repeat: Option<u32>,
+    /// Cases to run, comma-separated [default: all].
+    #[arg(long, value_name = "CASE,...", value_delimiter = ',', value_enum)]
+    pub cases: Vec<crate::bench::CaseKind>,
+    /// Small sizes and one run (CI): 16MiB GET, 64MiB transfers.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory the HTML report (index.html) is written to.
+    #[arg(long, value_name = "DIR", default_value = "brisk-bench-report")]
+    pub report: PathBuf,
+    /// Also write the JSON document to FILE (--json prints it on stdout instead of the table).
+    #[arg(long, value_name = "FILE")]
+    pub json_file: Option<PathBuf>,
+    /// Bucket to use with --endpoint-url [default: a new brisk-bench-<random>, removed after].
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// Where the embedded server's data and the downloaded file go [default: the system's temp dir].
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// An extra argument for the embedded `brisk serve`, e.g. --server-arg=--no-fsync (repeatable).
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub server_arg: Vec<String>,
 }

@@ -31,7 +31,9 @@ pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Resu
         Command::Rb(a) => rb(&ctx, a).await,
         Command::Cat(a) => cat(&ctx, a).await,
         Command::Presign(a) => presign(&ctx, a),
-        Command::Completions(_) | Command::Serve(_) => unreachable!("handled in main"),
+        Command::Completions(_) | Command::Serve(_) | Command::Bench(_) => {
+            unreachable!("handled in main")
+        }
     }
 }
 

@@ -1,10 +1,12 @@
 //! `brisk`: the command-line tool. `cp`, `ls`, `rm`, `mb`, `rb`, `cat` and `presign` in the AWS
-//! CLI's conventions (`aws s3 ...`), on `brisk-client`; `serve` runs the embedded S3 server.
+//! CLI's conventions (`aws s3 ...`), on `brisk-client`; `serve` runs the embedded S3 server;
+//! `bench` measures both (see [`bench`]).
 //!
 //! Errors print as one line on stderr (`brisk: <what failed>: <S3 code and message>; hint: ...`) and
 //! end the process with a code by kind of failure (see [`exit`]).
 
 mod args;
+mod bench;
 mod commands;
 mod context;
 mod exit;
@@ -56,6 +58,9 @@ fn main() -> ExitCode {
     };
     if let Command::Serve(args) = cli.command {
         return runtime.block_on(serve::serve(args));
+    }
+    if let Command::Bench(args) = cli.command {
+        return runtime.block_on(bench::run(cli.global, args));
     }
     match runtime.block_on(commands::run(cli.global, cli.command, filters)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,201 @@
+//! What the kernel says a process used: resident memory from `/proc/<pid>/status`, CPU time from
+//! `/proc/<pid>/stat`, and medians over repeats.
+//!
+//! Peak memory is the kernel's own high-water mark (`VmHWM`), not a sample: writing `5` to
+//! `/proc/<pid>/clear_refs` resets it to the current resident set (Linux ≥ 4.0), so the peak of one
+//! measured region is `VmHWM` read at its end, and its growth is that minus `VmRSS` read at its start.
+
+use std::io;
+use std::time::Instant;
+
+/// Clock ticks per second of `/proc/<pid>/stat`'s `utime` and `stime` (`USER_HZ`): fixed at 100 by
+/// the kernel's ABI on every architecture Linux exposes to user space, whatever `CONFIG_HZ` is.
+pub const USER_HZ: f64 = 100.0;
+
+/// Which process to read: this one or a child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Process {
+    Current,
+    Pid(u32),
+}
+
+impl Process {
+    fn proc_path(self, file: &str) -> String {
+        match self {
+            Self::Current => format!("/proc/self/{file}"),
+            Self::Pid(pid) => format!("/proc/{pid}/{file}"),
+        }
+    }
+
+    /// Resets the peak resident set (`VmHWM`) to the current one.
+    pub fn reset_peak(self) -> io::Result<()> {
+        std::fs::write(self.proc_path("clear_refs"), "5")
+    }
+
+    /// `VmRSS` (`field = "VmRSS"`) or `VmHWM` (`"VmHWM"`) in bytes.
+    pub fn status_bytes(self, field: &str) -> io::Result<u64> {
+        let status = std::fs::read_to_string(self.proc_path("status"))?;
+        parse_status_kib(&status, field)
+            .map(|kib| kib * 1024)
+            .ok_or_else(|| io::Error::other(format!("no {field} in {}", self.proc_path("status"))))
+    }
+
+    /// User + system CPU seconds of every thread of the process so far.
+    pub fn cpu_seconds(self) -> io::Result<f64> {
+        let stat = std::fs::read_to_string(self.proc_path("stat"))?;
+        parse_stat_ticks(&stat)
+            .map(|ticks| ticks as f64 / USER_HZ)
+            .ok_or_else(|| io::Error::other(format!("{} is not readable", self.proc_path("stat"))))
+    }
+}
+
+/// The value in KiB of `field` in a `/proc/<pid>/status` text (`VmHWM:    1234 kB`).
+fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The command name (field 2) may
+/// hold spaces and parentheses, so the fields are counted from the last `)`.
+fn parse_stat_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    // after_name starts at field 3 (state); utime is field 14, stime field 15.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// One measured run of a region of code in one process.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// User + system CPU seconds of the process over the region.
+    pub cpu_seconds: f64,
+    /// Resident set at the start, bytes.
+    pub rss_before: u64,
+    /// Peak resident set during the region, bytes.
+    pub peak_rss: u64,
+}
+
+impl Sample {
+    /// Peak growth of the resident set over the region, bytes.
+    pub fn rss_growth(&self) -> u64 {
+        self.peak_rss.saturating_sub(self.rss_before)
+    }
+}
+
+/// A region being measured in one process: started by [`Probe::start`], ended by [`Probe::finish`].
+#[derive(Debug)]
+pub struct Probe {
+    process: Process,
+    started: Instant,
+    cpu_before: f64,
+    rss_before: u64,
+}
+
+impl Probe {
+    /// Resets the process's peak and notes its resident set and CPU time.
+    pub fn start(process: Process) -> io::Result<Self> {
+        process.reset_peak()?;
+        Ok(Self {
+            process,
+            rss_before: process.status_bytes("VmRSS")?,
+            cpu_before: process.cpu_seconds()?,
+            started: Instant::now(),
+        })
+    }
+
+    /// The wall time, CPU time and peak resident set since [`Probe::start`].
+    pub fn finish(self) -> io::Result<Sample> {
+        let seconds = self.started.elapsed().as_secs_f64();
+        Ok(Sample {
+            seconds,
+            cpu_seconds: (self.process.cpu_seconds()? - self.cpu_before).max(0.0),
+            rss_before: self.rss_before,
+            peak_rss: self.process.status_bytes("VmHWM")?,
+        })
+    }
+}
+
+/// Median, smallest and largest of repeated figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Stats {
+    /// The figures' median (the mean of the middle two for an even count), min and max; `None` for
+    /// no figures.
+    pub fn of(values: &[f64]) -> Option<Self> {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        Some(Self {
+            median,
+            min: sorted[0],
+            max: sorted[n - 1],
+        })
+    }
+}
+
+/// Bytes per GiB, for rates and CPU per GiB.
+pub const GIB: f64 = (1u64 << 30) as f64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields_are_read_in_kib() {
+        let status = "Name:\tbrisk\nVmHWM:\t  20480 kB\nVmRSS:\t   10240 kB\n";
+        assert_eq!(parse_status_kib(status, "VmHWM"), Some(20480));
+        assert_eq!(parse_status_kib(status, "VmRSS"), Some(10240));
+        assert_eq!(parse_status_kib(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn stat_ticks_skip_a_command_name_with_spaces_and_parentheses() {
+        // Fields 14 and 15 are 7 and 5.
+        let stat = "1234 (a b) c) S 1 2 3 4 5 6 7 8 9 10 7 5 0 0 20 0 1 0 100";
+        assert_eq!(parse_stat_ticks(stat), Some(12));
+        assert_eq!(parse_stat_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_reads_its_own_memory_and_cpu() {
+        let me = Process::Current;
+        let rss = me.status_bytes("VmRSS").unwrap();
+        assert!(rss > 0);
+        let probe = Probe::start(me).unwrap();
+        // Touch 32 MiB so the peak must grow by about that much.
+        let touched = vec![1u8; 32 << 20];
+        std::hint::black_box(&touched);
+        let sample = probe.finish().unwrap();
+        drop(touched);
+        assert!(sample.rss_growth() >= 30 << 20, "{sample:?}");
+        assert!(sample.cpu_seconds >= 0.0);
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert_eq!(Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+        assert_eq!(Stats::of(&[]), None);
+        assert_eq!(Stats::of(&[f64::NAN]), None);
+    }
+}

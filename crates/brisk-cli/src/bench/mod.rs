@@ -1,0 +1,486 @@
+//! `brisk bench`: brisk's main job on this machine. With no arguments it starts the embedded server
+//! (a child process on a temporary directory, 127.0.0.1, a free port) and runs the standard suite;
+//! with `--endpoint-url` it runs against any S3 server. See `docs/bench.md` for what each figure
+//! means and how it is measured.
+//!
+//! The suite, in order: the loopback ceiling, in-memory GETs, a download to a file, an upload from
+//! that file (during which the embedded server's memory is read too). Each case runs `--repeat`
+//! times; medians are printed, min and max are in the JSON.
+
+mod cases;
+mod loopback;
+mod measure;
+mod payload;
+mod report;
+mod server;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use brisk_client::{Client, Credentials, TransferOptions};
+use brisk_mem::MemoryBudget;
+use thiserror::Error;
+
+pub use cases::CaseKind;
+
+use crate::args::{BenchArgs, GlobalArgs};
+use crate::exit::CliError;
+use cases::{KEY_PREFIX, Target, Written};
+use report::{Machine, Report};
+use server::{ServerProcess, ServerSettings, WorkDir};
+
+/// In-memory GET sizes of the standard suite: 256 MiB (seed 001's object was 258 MB) and 1 GiB.
+pub const DEFAULT_GET_SIZES: [usize; 2] = [256 << 20, 1 << 30];
+/// Download, upload and loopback size of the standard suite: 4 GiB, 512 parts of 8 MiB, long enough
+/// that connection set-up and the first part do not weigh on the rate.
+pub const DEFAULT_TRANSFER_SIZE: usize = 4 << 30;
+/// Runs per case: 3, the fewest with a median that ignores one outlier.
+pub const DEFAULT_REPEAT: u32 = 3;
+/// `--quick` (CI): a 16 MiB GET, 64 MiB transfers (8 parts), one run each.
+pub const QUICK_GET_SIZE: usize = 16 << 20;
+pub const QUICK_TRANSFER_SIZE: usize = 64 << 20;
+pub const QUICK_REPEAT: u32 = 1;
+/// Bucket the embedded server's run uses.
+pub const EMBEDDED_BUCKET: &str = "brisk-bench";
+/// Exit code after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub const INTERRUPTED_EXIT: u8 = 130;
+
+/// Why a benchmark run failed.
+#[derive(Debug, Error)]
+pub enum BenchError {
+    /// An S3 operation, a local file or the configuration failed (as in the other commands).
+    #[error(transparent)]
+    Cli(#[from] CliError),
+    #[error(transparent)]
+    Server(#[from] server::ServerError),
+    /// `/proc` could not be read or written (the benchmark needs Linux's `/proc`).
+    #[error("measuring memory and CPU through /proc: {0}")]
+    Measure(#[source] std::io::Error),
+    /// An operation moved another number of bytes than the case's size.
+    #[error("{what} moved {got} bytes, expected {expected}")]
+    WrongCount {
+        what: String,
+        got: u64,
+        expected: u64,
+    },
+    #[error("interrupted; the server was stopped and the objects written were deleted")]
+    Interrupted,
+}
+
+impl BenchError {
+    pub fn exit_code(&self) -> u8 {
+        use crate::exit::code;
+        match self {
+            Self::Cli(e) => e.exit_code(),
+            Self::Server(_) | Self::Measure(_) => code::LOCAL_IO,
+            Self::WrongCount { .. } => code::S3,
+            Self::Interrupted => INTERRUPTED_EXIT,
+        }
+    }
+}
+
+/// What to run, from the options (explicit sizes win over `--quick`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub get_sizes: Vec<u64>,
+    pub transfer_size: u64,
+    pub repeat: usize,
+    pub cases: Vec<CaseKind>,
+}
+
+impl Plan {
+    pub fn from_args(args: &BenchArgs) -> Result<Self, CliError> {
+        let get_sizes: Vec<usize> = match (&args.size_get[..], args.quick) {
+            ([], true) => vec![QUICK_GET_SIZE],
+            ([], false) => DEFAULT_GET_SIZES.to_vec(),
+            (sizes, _) => sizes.to_vec(),
+        };
+        let transfer_size = args.size_transfer.unwrap_or(if args.quick {
+            QUICK_TRANSFER_SIZE
+        } else {
+            DEFAULT_TRANSFER_SIZE
+        });
+        if get_sizes.contains(&0) || transfer_size == 0 {
+            return Err(CliError::Usage(
+                "bench: sizes must be at least 1 byte".into(),
+            ));
+        }
+        let repeat = args.repeat.unwrap_or(if args.quick {
+            QUICK_REPEAT
+        } else {
+            DEFAULT_REPEAT
+        });
+        let mut cases = if args.cases.is_empty() {
+            CaseKind::ALL.to_vec()
+        } else {
+            args.cases.clone()
+        };
+        cases.sort();
+        cases.dedup();
+        Ok(Self {
+            get_sizes: get_sizes.into_iter().map(|s| s as u64).collect(),
+            transfer_size: transfer_size as u64,
+            repeat: repeat as usize,
+            cases,
+        })
+    }
+
+    fn has(&self, kind: CaseKind) -> bool {
+        self.cases.contains(&kind)
+    }
+}
+
+/// Runs `brisk bench`, prints the result or the error, and returns the exit code.
+pub async fn run(global: GlobalArgs, args: BenchArgs) -> ExitCode {
+    match run_checked(&global, &args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("brisk: bench: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+async fn run_checked(global: &GlobalArgs, args: &BenchArgs) -> Result<(), BenchError> {
+    let mut plan = Plan::from_args(args)?;
+    let status = Status::new(global.quiet);
+    let mut notes = Vec::new();
+    if global.endpoint_url.is_some() && plan.has(CaseKind::Server) {
+        plan.cases.retain(|c| *c != CaseKind::Server);
+        notes.push(
+            "server: not run against --endpoint-url (it reads the embedded server's process)"
+                .to_owned(),
+        );
+    }
+    let report = suite(global, args, &plan, notes, &status).await;
+    status.clear();
+    let report = report?;
+    if global.json {
+        println!("{}", report.to_json());
+    } else if !global.quiet {
+        print!("{}", report.table());
+    }
+    if let Some(path) = &args.json_file {
+        let text = format!("{:#}\n", report.to_json());
+        std::fs::write(path, text)
+            .map_err(|e| CliError::local(format!("write {}", path.display()), e))?;
+    }
+    let page = report.write_html(&args.report).map_err(|e| {
+        CliError::local(format!("write the report in {}", args.report.display()), e)
+    })?;
+    if !global.quiet && !global.json {
+        println!("report: {}", page.display());
+    }
+    Ok(())
+}
+
+/// Starts what is needed, runs the plan's cases, and removes what it created, whatever happened.
+async fn suite(
+    global: &GlobalArgs,
+    args: &BenchArgs,
+    plan: &Plan,
+    notes: Vec<String>,
+    status: &Status,
+) -> Result<Report, BenchError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Registered before anything is started, so that Ctrl-C and SIGTERM always reach the clean-up.
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|e| CliError::local("listen for Ctrl-C", e))?;
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|e| CliError::local("listen for SIGTERM", e))?;
+    let parent = args.work_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let work = WorkDir::create(&parent)
+        .map_err(|e| CliError::local(format!("create a directory in {}", parent.display()), e))?;
+    let server = match &global.endpoint_url {
+        Some(_) => None,
+        None => {
+            status.show("starting the embedded server");
+            let root = work.path().join("server");
+            let extra = args.server_arg.clone();
+            let started = tokio::task::spawn_blocking(move || ServerProcess::start(&root, &extra))
+                .await
+                .map_err(|e| {
+                    CliError::local("start the embedded server", std::io::Error::other(e))
+                })?;
+            Some(started?)
+        }
+    };
+    let client = build_client(global, server.as_ref(), plan)?;
+    let options = TransferOptions {
+        part_size: global.part_size,
+        parts_in_flight: global.concurrency.max(1),
+        ..TransferOptions::default()
+    };
+    let (bucket, created_bucket) = prepare_bucket(&client, args, server.is_some()).await?;
+    let target = Target {
+        client: &client,
+        bucket: &bucket,
+        server_pid: server.as_ref().map(ServerProcess::pid),
+        files: work.path(),
+        options,
+        repeat: plan.repeat,
+    };
+    let mut written = Written::default();
+    let outcome = tokio::select! {
+        r = run_cases(&target, plan, &mut written, status) => r,
+        _ = interrupt.recv() => Err(BenchError::Interrupted),
+        _ = terminate.recv() => Err(BenchError::Interrupted),
+    };
+    status.show("cleaning up");
+    clean_up(&client, &bucket, &written, created_bucket).await;
+    let cases = outcome?;
+    Ok(Report {
+        command: command_line(),
+        endpoint: global
+            .endpoint_url
+            .clone()
+            .unwrap_or_else(|| "embedded".to_owned()),
+        server: server
+            .as_ref()
+            .map(|_| ServerSettings::from_args(&args.server_arg)),
+        machine: Machine::current(),
+        repeat: plan.repeat,
+        part_size: options.part_size,
+        concurrency: options.parts_in_flight,
+        cases,
+        notes,
+    })
+    // `server` (killed and reaped) and `work` (removed) are dropped here, and on every early return.
+}
+
+/// The client: the embedded server's keys, or the usual configuration (flags, environment,
+/// profile). Without `--max-memory` the budget is the default 1 GiB plus the largest GET, so that a
+/// 1 GiB `get_bytes` never waits for blocks the pool keeps for reuse.
+fn build_client(
+    global: &GlobalArgs,
+    server: Option<&ServerProcess>,
+    plan: &Plan,
+) -> Result<Client, CliError> {
+    let largest_get = plan.get_sizes.iter().copied().max().unwrap_or(0) as usize;
+    let budget = global
+        .max_memory
+        .unwrap_or(brisk_mem::DEFAULT_GLOBAL_BUDGET_BYTES.saturating_add(largest_get));
+    let mut builder = Client::builder()
+        .max_connections_per_host(global.concurrency.max(1) + 1)
+        .memory_budget(MemoryBudget::new(budget));
+    match server {
+        Some(server) => {
+            builder = builder
+                .endpoint(server.url().to_owned())
+                .region(brisk_server::config::DEFAULT_REGION)
+                .credentials(Credentials::new(
+                    server.access_key.clone(),
+                    server.secret_key.clone(),
+                ));
+        }
+        None => {
+            if let Some(url) = &global.endpoint_url {
+                builder = builder.endpoint(url.clone());
+            }
+            if let Some(region) = &global.region {
+                builder = builder.region(region.clone());
+            }
+            if let Some(profile) = &global.profile {
+                builder = builder.profile(profile.clone());
+            }
+            builder = builder.anonymous(global.no_sign_request);
+        }
+    }
+    Ok(builder.build()?)
+}
+
+/// The bucket to use and whether this run created it (and so removes it): the embedded server's
+/// `brisk-bench`, `--bucket` as given, or a new `brisk-bench-<random>`.
+async fn prepare_bucket(
+    client: &Client,
+    args: &BenchArgs,
+    embedded: bool,
+) -> Result<(String, bool), BenchError> {
+    if let Some(bucket) = &args.bucket {
+        return Ok((bucket.clone(), false));
+    }
+    let bucket = if embedded {
+        EMBEDDED_BUCKET.to_owned()
+    } else {
+        let (suffix, _) = server::generate_keys();
+        format!("brisk-bench-{}", suffix[10..].to_ascii_lowercase())
+    };
+    client
+        .create_bucket(&bucket)
+        .await
+        .map_err(|e| CliError::s3(format!("create bucket s3://{bucket}"), e))?;
+    Ok((bucket, true))
+}
+
+async fn run_cases(
+    target: &Target<'_>,
+    plan: &Plan,
+    written: &mut Written,
+    status: &Status,
+) -> Result<Vec<cases::CaseResult>, BenchError> {
+    let repeat = plan.repeat;
+    let mut results = Vec::new();
+    let progress =
+        |label: String| move |run: usize| status.show(&format!("{label} ({}/{repeat})", run + 1));
+    let transfer = plan.transfer_size;
+    let transfer_label = crate::size::human(transfer);
+    if plan.has(CaseKind::Loopback) {
+        let label = format!("loopback {transfer_label}");
+        results.push(target.loopback(transfer, &progress(label)).await?);
+    }
+    if plan.has(CaseKind::Get) {
+        for &size in &plan.get_sizes {
+            let key = format!("{KEY_PREFIX}get-{size}");
+            let human = crate::size::human(size);
+            status.show(&format!("storing a {human} object"));
+            target.store(&key, size, written).await?;
+            results.push(
+                target
+                    .get(&key, size, &progress(format!("get {human}")))
+                    .await?,
+            );
+            target
+                .client
+                .delete(target.bucket, &key)
+                .await
+                .map_err(|e| CliError::s3(format!("delete s3://{}/{key}", target.bucket), e))?;
+        }
+    }
+    let wants_upload = plan.has(CaseKind::Upload) || plan.has(CaseKind::Server);
+    if plan.has(CaseKind::Download) || wants_upload {
+        let key = format!("{KEY_PREFIX}transfer-{transfer}");
+        let file: PathBuf = target.files.join("transfer.bin");
+        status.show(&format!("storing a {transfer_label} object"));
+        target.store(&key, transfer, written).await?;
+        if plan.has(CaseKind::Download) {
+            let label = format!("download {transfer_label}");
+            results.push(
+                target
+                    .download(&key, transfer, &file, &progress(label))
+                    .await?,
+            );
+        } else {
+            status.show(&format!("downloading the {transfer_label} upload source"));
+            target.fetch(&key, &file).await?;
+        }
+        if wants_upload {
+            let label = format!("upload {transfer_label}");
+            let (client_side, server_side) = target
+                .upload(&key, transfer, &file, &progress(label))
+                .await?;
+            if plan.has(CaseKind::Upload) {
+                results.push(client_side);
+            }
+            if plan.has(CaseKind::Server) {
+                results.extend(server_side);
+            }
+        }
+        let _ = std::fs::remove_file(&file);
+    }
+    Ok(results)
+}
+
+/// Deletes the keys this run wrote and the bucket it created. Best effort: a failure here is
+/// reported but does not hide the figures (or the error) of the run.
+async fn clean_up(client: &Client, bucket: &str, written: &Written, created_bucket: bool) {
+    for key in &written.keys {
+        match client.delete(bucket, key).await {
+            Ok(()) | Err(brisk_client::Error::NoSuchKey(_)) => {}
+            Err(e) => eprintln!("brisk: bench: could not delete s3://{bucket}/{key}: {e}"),
+        }
+    }
+    if created_bucket && let Err(e) = client.delete_bucket(bucket).await {
+        eprintln!("brisk: bench: could not remove bucket s3://{bucket}: {e}");
+    }
+}
+
+/// The command line as given, for the report (`brisk` for the program's path).
+fn command_line() -> String {
+    let mut words: Vec<String> = std::env::args().skip(1).collect();
+    words.insert(0, "brisk".to_owned());
+    words.join(" ")
+}
+
+/// The progress line on stderr: which case is running. Off with `--quiet` or when stderr is not a
+/// terminal.
+#[derive(Debug)]
+struct Status {
+    enabled: bool,
+}
+
+impl Status {
+    fn new(quiet: bool) -> Self {
+        Self {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&self, what: &str) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2Kbrisk bench: {what}");
+            let _ = err.flush();
+        }
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Plan {
+        let cli = crate::args::Cli::try_parse_from(["brisk", "bench"].iter().chain(args)).unwrap();
+        match cli.command {
+            crate::args::Command::Bench(a) => Plan::from_args(&a).unwrap(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults_quick_and_explicit_sizes() {
+        let standard = plan(&[]);
+        assert_eq!(standard.get_sizes, vec![256 << 20, 1 << 30]);
+        assert_eq!(standard.transfer_size, 4 << 30);
+        assert_eq!(standard.repeat, 3);
+        assert_eq!(standard.cases, CaseKind::ALL.to_vec());
+        let quick = plan(&["--quick"]);
+        assert_eq!(quick.get_sizes, vec![16 << 20]);
+        assert_eq!((quick.transfer_size, quick.repeat), (64 << 20, 1));
+        let chosen = plan(&[
+            "--quick",
+            "--size-get",
+            "1MiB,2MiB",
+            "--repeat",
+            "2",
+            "--cases",
+            "upload,get",
+        ]);
+        assert_eq!(chosen.get_sizes, vec![1 << 20, 2 << 20]);
+        assert_eq!(chosen.repeat, 2);
+        assert_eq!(chosen.cases, vec![CaseKind::Get, CaseKind::Upload]);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let parse =
+            |a: &[&str]| crate::args::Cli::try_parse_from(["brisk", "bench"].iter().chain(a));
+        assert!(parse(&["--repeat", "0"]).is_err());
+        assert!(parse(&["--cases", "get,teleport"]).is_err());
+        assert!(parse(&["--size-get", "12 parsecs"]).is_err());
+        let cli = parse(&["--size-transfer", "0"]).unwrap();
+        let crate::args::Command::Bench(a) = cli.command else {
+            unreachable!()
+        };
+        assert!(Plan::from_args(&a).is_err());
+    }
+}
