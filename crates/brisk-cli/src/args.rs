@@ -248,6 +248,10 @@ pub struct ServeArgs {
     /// Connections served at once.
     #[arg(long, default_value_t = brisk_server::config::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Stop when standard input reaches its end: a parent that starts the server with a pipe as its
+    /// stdin ties the server's life to its own, even if the parent is killed with SIGKILL.
+    #[arg(long)]
+    pub stop_on_stdin_eof: bool,
 }
 
 /// Most runs per case `brisk bench` accepts.

@@ -57,9 +57,29 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         println!("access key: {} ({origin})", credentials.access_key_id);
         println!("secret key: {}", credentials.secret_access_key);
     }
-    wait_for_signal().await;
+    if args.stop_on_stdin_eof {
+        tokio::select! {
+            _ = wait_for_signal() => {}
+            _ = stdin_closed() => {}
+        }
+    } else {
+        wait_for_signal().await;
+    }
     server.shutdown().await;
     ExitCode::SUCCESS
+}
+
+/// Returns when standard input reaches its end (or fails): the parent holding the other end of the
+/// pipe has closed it or died. Whatever is written to it is discarded.
+async fn stdin_closed() {
+    use tokio::io::AsyncReadExt;
+    let mut stdin = tokio::io::stdin();
+    let mut sink = [0u8; 512];
+    while let Ok(n) = stdin.read(&mut sink).await {
+        if n == 0 {
+            break;
+        }
+    }
 }
 
 async fn wait_for_signal() {

@@ -93,7 +93,10 @@ impl ServerProcess {
             .args(["--listen", "127.0.0.1:0"])
             .args(["--access-key", &access_key, "--secret-key", &secret_key])
             .args(extra_args)
-            .stdin(Stdio::null())
+            // The server stops when this pipe closes, so it does not outlive a benchmark that is
+            // killed with SIGKILL (a Ctrl-C or SIGTERM is handled and stops it explicitly).
+            .arg("--stop-on-stdin-eof")
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             // Its own process group: a Ctrl-C at the terminal reaches the benchmark only, which
