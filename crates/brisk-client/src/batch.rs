@@ -294,7 +294,7 @@ impl BatchReader {
         self.outstanding += 1;
         match self.prepare(request) {
             Ok(member) => self.scheduler.push(Work::single(member)),
-            Err(completion) => self.scheduler.complete_now(completion),
+            Err(completion) => self.scheduler.complete_now(*completion),
         }
     }
 
@@ -312,7 +312,7 @@ impl BatchReader {
             self.outstanding += 1;
             match self.prepare(request) {
                 Ok(member) => members.push(member),
-                Err(completion) => self.scheduler.complete_now(completion),
+                Err(completion) => self.scheduler.complete_now(*completion),
             }
         }
         for work in coalesce(members) {
@@ -321,7 +321,7 @@ impl BatchReader {
     }
 
     /// Checks a request; a request that can not be sent completes at once with its error.
-    fn prepare(&self, request: ReadRequest) -> Result<Member, Completion> {
+    fn prepare(&self, request: ReadRequest) -> Result<Member, Box<Completion>> {
         let ReadRequest {
             id,
             key,
@@ -335,13 +335,13 @@ impl BatchReader {
             Destination::Pooled => MAX_BLOCK_SIZE,
         };
         let problem = check_key(&key).err().or_else(|| {
-            (length > capacity).then(|| Error::BufferTooSmall {
+            (length > capacity).then_some(Error::BufferTooSmall {
                 length: length as u64,
                 capacity,
             })
         });
         if let Some(error) = problem {
-            return Err(Completion {
+            return Err(Box::new(Completion {
                 id,
                 key,
                 offset,
@@ -353,7 +353,7 @@ impl BatchReader {
                     Destination::Pooled => None,
                 },
                 releases: 0,
-            });
+            }));
         }
         Ok(Member {
             id,
