@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use brisk_mem::BudgetError;
 use brisk_wire::http::{BodyFraming, HttpError};
 
 use crate::batch::{Filled, Pipelining};
@@ -41,6 +42,7 @@ pub(crate) async fn run_lane(scheduler: Arc<Scheduler>) {
         target,
         conn: None,
         to_send: VecDeque::with_capacity(MAX_PIPELINE_DEPTH),
+        ready: VecDeque::with_capacity(MAX_PIPELINE_DEPTH),
         in_flight: VecDeque::with_capacity(MAX_PIPELINE_DEPTH),
         sent_on_conn: 0,
         answered_on_conn: 0,
@@ -55,8 +57,10 @@ struct Lane {
     /// The bucket's host (the pool's key) and port.
     target: Target,
     conn: Option<PooledConnection>,
-    /// Taken from the queue, not written yet.
+    /// Taken from the queue, destinations not all there yet.
     to_send: VecDeque<Work>,
+    /// Destinations there, head not written yet.
+    ready: VecDeque<Work>,
     /// Written, response not read yet (oldest first).
     in_flight: VecDeque<Work>,
     sent_on_conn: u64,
@@ -127,6 +131,10 @@ impl Lane {
 
     /// Writes the heads of `to_send` (taking a connection and pooled blocks first if needed).
     async fn send_queued(&mut self) -> Result<(), Failure> {
+        self.take_destinations().await;
+        if self.ready.is_empty() {
+            return Ok(());
+        }
         if self.conn.is_none() {
             let (pool, _, _) = self.scheduler.client.engine_parts();
             let t = &self.target;
@@ -147,7 +155,7 @@ impl Lane {
                     let retryable = e.is_retryable();
                     let text = e.to_string();
                     let mut error = Some(e);
-                    while let Some(work) = self.to_send.pop_front() {
+                    while let Some(work) = self.ready.pop_front() {
                         let e = error.take().unwrap_or_else(|| Error::UnexpectedResponse {
                             what: format!("no connection: {text}"),
                         });
@@ -159,25 +167,8 @@ impl Lane {
         }
         let scheduler = Arc::clone(&self.scheduler);
         let (_, signer, counters) = scheduler.client.engine_parts();
-        let pool = scheduler.client.buffer_pool();
         let mut queued = 0;
-        while let Some(mut work) = self.to_send.pop_front() {
-            let mut no_block = None;
-            for member in work.members_mut() {
-                if member.buffer.is_none() {
-                    match pool.get(member.length).await {
-                        Ok(block) => member.buffer = Some(Filled::Block(block)),
-                        Err(e) => {
-                            no_block = Some(e);
-                            break;
-                        }
-                    }
-                }
-            }
-            if let Some(e) = no_block {
-                scheduler.fail(work, e.into());
-                continue;
-            }
+        while let Some(work) = self.ready.pop_front() {
             let range = format!("bytes={}-{}", work.start(), work.end() - 1);
             let mut spec = RequestSpec::new("GET", Some(&scheduler.bucket), Some(work.key()))
                 .header("range", range);
@@ -211,6 +202,52 @@ impl Lane {
             Err(_) => Err(Failure::Connection(Error::UnexpectedResponse {
                 what: format!("writing request heads took longer than {timeout:?}"),
             })),
+        }
+    }
+
+    /// Moves the works of `to_send` whose destinations are there (taking pooled blocks as needed)
+    /// to `ready`. Blocks are taken before a connection, the order every transfer takes them in:
+    /// a lane never waits for the memory budget while holding a connection with nothing in flight
+    /// (others may be waiting for that connection to free the budget), and with requests in
+    /// flight it does not wait at all: the work stays in `to_send` and the lane reads a response.
+    async fn take_destinations(&mut self) {
+        let scheduler = Arc::clone(&self.scheduler);
+        let pool = scheduler.client.buffer_pool();
+        while let Some(mut work) = self.to_send.pop_front() {
+            let mut failed = None;
+            let mut would_wait = false;
+            for member in work.members_mut() {
+                if member.buffer.is_some() {
+                    continue;
+                }
+                let block = match pool.try_get(member.length) {
+                    Err(BudgetError::WouldWait { .. }) if self.in_flight.is_empty() => {
+                        self.give_back_connection();
+                        pool.get(member.length).await
+                    }
+                    Err(BudgetError::WouldWait { .. }) => {
+                        would_wait = true;
+                        break;
+                    }
+                    other => other,
+                };
+                match block {
+                    Ok(block) => member.buffer = Some(Filled::Block(block)),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                scheduler.fail(work, e.into());
+                continue;
+            }
+            if would_wait {
+                self.to_send.push_front(work);
+                return;
+            }
+            self.ready.push_back(work);
         }
     }
 
