@@ -235,7 +235,17 @@ impl Client {
         self.inner.pool.idle_count(&t.host_header)
     }
 
-    fn target(&self, bucket: Option<&str>, key: Option<&str>) -> Target {
+    /// What the batch read engine ([`crate::scheduler`]) drives requests with: the connection pool,
+    /// the signer (`None` for an anonymous client) and the counters.
+    pub(crate) fn engine_parts(&self) -> (&ConnectionPool, Option<&Signer>, &Counters) {
+        (
+            &self.inner.pool,
+            self.inner.signer.as_ref(),
+            &self.inner.counters,
+        )
+    }
+
+    pub(crate) fn target(&self, bucket: Option<&str>, key: Option<&str>) -> Target {
         let c = &self.inner.config;
         target(&c.endpoint, c.addressing, bucket, key)
     }
@@ -328,7 +338,7 @@ impl Client {
     }
 
     /// Reads an error response's body (bounded) and turns it into an [`Error`].
-    async fn error_from(&self, response: &mut Response) -> Error {
+    pub(crate) async fn error_from(&self, response: &mut Response) -> Error {
         let status = response.head().status();
         let request_id = response.header("x-amz-request-id").map(str::to_owned);
         let body = read_error_body(response).await;

@@ -12,6 +12,9 @@
 //!   mid-body resumes with a ranged request pinned to the object's ETag.
 //! - Files move in parts from pooled blocks with a bounded number of parts in flight
 //!   ([`Client::upload`], [`Client::download`], see [`transfer`]).
+//! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
+//!   pipelined keep-alive connections, each straight into its destination ([`batch`],
+//!   [`scheduler`]); [`measure`] runs one point of the random-read benchmark.
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! ```no_run
@@ -27,6 +30,7 @@
 //!
 //! [`MemoryBudget`]: brisk_mem::MemoryBudget
 
+pub mod batch;
 pub mod buckets;
 pub mod client;
 pub mod config;
@@ -34,15 +38,21 @@ pub mod copy;
 pub mod error;
 pub mod integrity;
 pub mod list;
+pub mod measure;
 pub mod metrics;
+mod pipeline;
 pub mod pool;
 pub mod request;
 pub mod retry;
+pub mod scheduler;
 pub mod stream;
 mod tls;
 pub mod transfer;
 pub mod upload_stream;
 
+pub use batch::{
+    BatchOptions, BatchReader, BatchStats, Completion, Destination, Filled, Pipelining, ReadRequest,
+};
 pub use buckets::BucketInfo;
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};

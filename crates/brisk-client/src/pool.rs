@@ -166,6 +166,7 @@ struct IdleConnection {
     conn: Connection,
     head: ResponseHead,
     since: Instant,
+    responses: u64,
 }
 
 /// Keep-alive connections per `host:port`, at most `max_per_host` each.
@@ -221,6 +222,7 @@ impl ConnectionPool {
                 slot,
                 _permit: permit,
                 reused: true,
+                responses: idle.responses,
             });
         }
         let conn = self.connect(address, host, port).await?;
@@ -231,6 +233,7 @@ impl ConnectionPool {
             slot,
             _permit: permit,
             reused: false,
+            responses: 0,
         })
     }
 
@@ -319,6 +322,10 @@ pub(crate) struct PooledConnection {
     slot: Arc<HostSlot>,
     _permit: OwnedSemaphorePermit,
     reused: bool,
+    /// Responses read on this connection since it was opened, counted by callers that care
+    /// (the batch scheduler tells a server that ends connections after one response from one
+    /// that ends them after many).
+    responses: u64,
 }
 
 impl PooledConnection {
@@ -342,11 +349,25 @@ impl PooledConnection {
         self.reused
     }
 
+    /// Counts a response read on this connection.
+    pub(crate) fn count_response(&mut self) {
+        self.responses += 1;
+    }
+
+    /// Responses counted on this connection since it was opened.
+    pub(crate) fn responses(&self) -> u64 {
+        self.responses
+    }
+
     /// Returns the connection to the idle list if both ends keep it alive (the response head says
     /// so) and its last response was read completely; otherwise closes it.
     pub(crate) fn release(self) {
         let Self {
-            conn, head, slot, ..
+            conn,
+            head,
+            slot,
+            responses,
+            ..
         } = self;
         if head.keep_alive() && conn.is_reusable() {
             slot.idle
@@ -356,6 +377,7 @@ impl PooledConnection {
                     conn,
                     head,
                     since: Instant::now(),
+                    responses,
                 });
         }
     }

@@ -5,9 +5,10 @@
 //! Each part in flight holds one pooled block of `part_size` rounded up to the pool's size class
 //! (8 MiB parts use 8 MiB blocks), taken from the client's [`BufferPool`](brisk_mem::BufferPool) and
 //! so paid from its memory budget; a part waits for its block when the budget is full. At most
-//! `parts_in_flight` parts are in flight, so a transfer holds at most
+//! `parts_in_flight` parts are in flight, so an upload holds at most
 //! `parts_in_flight × block_size(part_size)` bytes of buffers (4 × 8 MiB = 32 MiB by default),
-//! whatever the file's size. Blocks are recycled through the pool's free lists, so a long transfer
+//! whatever the file's size; a download one block more (the part being written to the file while
+//! `parts_in_flight` GETs go on, see [`crate::batch`]). Blocks are recycled through the pool's free lists, so a long transfer
 //! allocates its blocks once.
 //!
 //! # Copies
@@ -36,6 +37,7 @@ use brisk_wire::xml::{
 };
 use tokio::task::JoinSet;
 
+use crate::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
 use crate::client::{Client, PayloadSigning, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::UploadChecksum;
@@ -407,43 +409,52 @@ impl Client {
         let file = Arc::new(file);
         let part_size = options.part_size as u64;
         let count = size.div_ceil(part_size);
-        let mut tasks: JoinSet<Result<()>> = JoinSet::new();
+        // The parts are ranged GETs on the client's one scheduler, one part per connection at a
+        // time (queue depth = connections = parts in flight), each into a pooled block taken
+        // when its request is sent.
+        let mut reader = self.pinned_batch_reader(
+            bucket,
+            Some(etag.into()),
+            BatchOptions {
+                queue_depth: options.parts_in_flight,
+                connections: options.parts_in_flight,
+                pipelining: Pipelining::Auto,
+                coalesce: false,
+            },
+        )?;
+        let key: Arc<str> = key.into();
+        // Parts described in the queue ahead of those in flight: a few bytes each, no buffer.
+        let window = 2 * options.parts_in_flight as u64;
         let mut next = 0u64;
-        while next < count || !tasks.is_empty() {
-            while next < count && tasks.len() < options.parts_in_flight {
+        loop {
+            while next < count && reader.outstanding() < window {
                 let offset = next * part_size;
                 let len = part_size.min(size - offset) as usize;
-                let (client, bucket, key, etag, file, temp) = (
-                    self.clone(),
-                    bucket.to_owned(),
-                    key.to_owned(),
-                    etag.to_owned(),
-                    Arc::clone(&file),
-                    temp.to_owned(),
-                );
-                tasks.spawn(async move {
-                    let mut block = client.buffer_pool().get(len).await?;
-                    let n = client
-                        .get_range_if_match(&bucket, &key, offset, &mut block[..len], &etag)
-                        .await?;
-                    if n != len {
-                        return Err(Error::UnexpectedResponse {
-                            what: format!("range at {offset} returned {n} of {len} bytes"),
-                        });
-                    }
-                    write_part(&file, &temp, offset, block, len).await
-                });
+                reader.submit(ReadRequest::new(
+                    next,
+                    Arc::clone(&key),
+                    offset,
+                    len,
+                    Destination::Pooled,
+                ));
                 next += 1;
             }
-            match tasks.join_next().await {
-                Some(Ok(Ok(()))) | None => {}
-                Some(Ok(Err(e))) => return Err(e),
-                Some(Err(join)) => {
-                    return Err(Error::UnexpectedResponse {
-                        what: format!("download task failed: {join}"),
-                    });
-                }
+            let Some(done) = reader.next().await else {
+                break;
+            };
+            let n = done.result?;
+            let (offset, len) = (done.offset, done.length);
+            let Some(Filled::Block(block)) = done.buffer else {
+                return Err(Error::UnexpectedResponse {
+                    what: format!("part at {offset} completed without its block"),
+                });
+            };
+            if n != len {
+                return Err(Error::UnexpectedResponse {
+                    what: format!("range at {offset} returned {n} of {len} bytes"),
+                });
             }
+            write_part(&file, temp, offset, block, len).await?;
         }
         let file = Arc::clone(&file);
         tokio::task::spawn_blocking(move || file.sync_all())

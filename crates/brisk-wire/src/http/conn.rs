@@ -575,7 +575,8 @@ where
     /// body (or when `dst` is empty).
     ///
     /// Buffered payload is copied first; with the buffer empty and `dst` at least as large as the read
-    /// buffer, the stream is read straight into `dst`.
+    /// buffer, or large enough for the rest of the payload run, the stream is read straight into
+    /// `dst` (never past the run).
     pub async fn read_body(&mut self, dst: &mut [u8]) -> Result<usize, HttpError> {
         self.check_usable()?;
         let result = self.read_body_inner(dst).await;
@@ -612,7 +613,13 @@ where
                     continue;
                 }
             }
-            if self.start == self.end && remaining > 0 && dst.len() >= self.buf.len() {
+            // Straight into `dst` when it is large, or when it takes all that is left of the
+            // payload run: going through the buffer would then read past the run into the next
+            // message (a pipelined response), whose bytes would be copied twice.
+            if self.start == self.end
+                && remaining > 0
+                && (dst.len() >= self.buf.len() || dst.len() as u64 >= remaining)
+            {
                 let want = clamp(remaining, dst.len());
                 let n = read_with_timeout(
                     &mut self.stream,
@@ -914,6 +921,55 @@ mod tests {
         // A search resumed two bytes before the previous end still sees a terminator that straddles it.
         let head = b"GET / HTTP/1.1\r\n\r\n";
         assert!(contains_head_end(head, head.len() - 1 - 2));
+    }
+
+    /// The tail of a body, smaller than the read buffer, is read straight into the caller's slice:
+    /// the pipelined response behind it stays in the stream instead of passing through the buffer.
+    #[test]
+    fn a_body_tail_is_read_without_reading_the_next_response() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (client, mut server) = tokio::io::duplex(64 * 1024);
+            let mut conn = HttpConnection::with_config(
+                client,
+                ConnectionConfig {
+                    read_buffer_size: 4096,
+                    limits: Limits::default(),
+                },
+            );
+            let body: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+            server
+                .write_all(b"HTTP/1.1 206 Partial Content\r\ncontent-length: 3000\r\n\r\n")
+                .await
+                .unwrap();
+            server.write_all(&body[..100]).await.unwrap();
+            let mut head = ResponseHead::new();
+            conn.read_response_head(&mut head, "GET").await.unwrap();
+            // The rest of the body and a whole second response arrive together.
+            server.write_all(&body[100..]).await.unwrap();
+            server
+                .write_all(b"HTTP/1.1 206 Partial Content\r\ncontent-length: 2\r\n\r\nok")
+                .await
+                .unwrap();
+            let mut dst = vec![0u8; 3000];
+            let mut filled = 0;
+            while filled < dst.len() {
+                filled += conn.read_body(&mut dst[filled..]).await.unwrap();
+            }
+            assert_eq!(dst, body);
+            assert!(
+                conn.buffered().is_empty(),
+                "{} bytes read past the body",
+                conn.buffered().len()
+            );
+            conn.read_response_head(&mut head, "GET").await.unwrap();
+            let mut second = [0u8; 2];
+            assert_eq!(conn.read_body(&mut second).await.unwrap(), 2);
+            assert_eq!(&second, b"ok");
+        });
     }
 
     #[test]

@@ -1,0 +1,300 @@
+//! One point of the random-read benchmark: aligned blocks at random offsets of one object, read
+//! for a fixed time at a fixed queue depth through [`BatchReader`], with the figures a sweep
+//! compares (IOPS, MiB/s, client CPU per GiB, latency percentiles, threads, sockets).
+//!
+//! The loop is closed: `queue_depth` caller buffers of `block_size` bytes are allocated once, and
+//! each completion's buffer is submitted again at once for the next random block, so the batch
+//! always has `queue_depth` requests in flight and the measurement allocates no buffer per read.
+//!
+//! Client CPU is the process's user + system time from `/proc/self/stat` (the counters `getrusage`
+//! reads, in clock ticks of 10 ms): run the server in another process, or its CPU is counted too.
+
+use std::time::{Duration, Instant};
+
+use crate::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
+use crate::client::Client;
+use crate::error::{Error, Result};
+
+/// What one sweep point reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasureOptions {
+    /// The object read (it must exist and be at least one block long).
+    pub key: String,
+    /// Bytes per read; offsets are multiples of it.
+    pub block_size: usize,
+    /// Reads in flight.
+    pub queue_depth: usize,
+    /// Connections used at most.
+    pub connections: usize,
+    /// Whether requests are pipelined.
+    pub pipelining: Pipelining,
+    /// How long reads are issued.
+    pub duration: Duration,
+    /// Seed of the offsets' generator (the same seed reads the same blocks in the same order).
+    pub seed: u64,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> Self {
+        Self {
+            key: String::new(),
+            block_size: 256 * 1024,
+            queue_depth: crate::batch::DEFAULT_QUEUE_DEPTH,
+            connections: crate::batch::DEFAULT_BATCH_CONNECTIONS,
+            pipelining: Pipelining::Auto,
+            duration: Duration::from_secs(15),
+            seed: 0x5eed,
+        }
+    }
+}
+
+/// What one sweep point measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    /// Reads completed within the duration.
+    pub reads: u64,
+    /// Reads that failed within the duration.
+    pub errors: u64,
+    /// Bytes read within the duration.
+    pub bytes: u64,
+    /// From the first request to the end of the duration.
+    pub elapsed: Duration,
+    /// Reads per second.
+    pub iops: f64,
+    /// MiB read per second.
+    pub mib_per_s: f64,
+    /// Client CPU (user + system) over the run, seconds.
+    pub cpu_seconds: f64,
+    /// Client CPU seconds per GiB read.
+    pub cpu_s_per_gib: f64,
+    /// Median latency from submission to completion.
+    pub latency_p50: Duration,
+    /// 99th percentile latency.
+    pub latency_p99: Duration,
+    /// Threads of the process during the run (`Threads:` of `/proc/self/status`).
+    pub threads: u64,
+    /// Sockets the process held at the end of the run (file descriptors that are sockets).
+    pub sockets: u64,
+    /// The most connections the batch held at once.
+    pub connections: u64,
+    /// Responses that pipelining overlapped.
+    pub pipelined: u64,
+    /// Whether the batch stopped pipelining.
+    pub fell_back: bool,
+}
+
+/// Reads random `block_size` blocks of `bucket`/`options.key` for `options.duration` with
+/// `options.queue_depth` reads in flight, and returns the figures.
+pub async fn measure(client: &Client, bucket: &str, options: &MeasureOptions) -> Result<Figures> {
+    if options.block_size == 0 || options.queue_depth == 0 {
+        return Err(Error::InvalidArgument {
+            what: "block size and queue depth must be at least 1".into(),
+        });
+    }
+    let size = client.head(bucket, &options.key).await?.content_length;
+    let blocks = size / options.block_size as u64;
+    if blocks == 0 {
+        return Err(Error::InvalidArgument {
+            what: format!(
+                "{} is {size} bytes, smaller than one {}-byte block",
+                options.key, options.block_size
+            ),
+        });
+    }
+    let mut reader = client.batch_reader(
+        bucket,
+        BatchOptions {
+            queue_depth: options.queue_depth,
+            connections: options.connections,
+            pipelining: options.pipelining,
+            coalesce: false,
+        },
+    )?;
+    let key: std::sync::Arc<str> = options.key.as_str().into();
+    let mut random = XorShift(options.seed | 1);
+    // Latencies in microseconds; sized for 15 s at 100,000 IOPS so it rarely grows.
+    let mut latencies: Vec<u32> = Vec::with_capacity(1 << 21);
+    let mut started: Vec<Instant> = Vec::with_capacity(options.queue_depth);
+    let cpu_before = process_cpu_seconds();
+    let begin = Instant::now();
+    let deadline = begin + options.duration;
+    for slot in 0..options.queue_depth {
+        started.push(Instant::now());
+        let offset = random.below(blocks) * options.block_size as u64;
+        reader.submit(ReadRequest::new(
+            slot as u64,
+            key.clone(),
+            offset,
+            options.block_size,
+            Destination::Buffer(vec![0; options.block_size]),
+        ));
+    }
+    let (mut reads, mut errors, mut bytes) = (0u64, 0u64, 0u64);
+    let mut threads = 0;
+    while let Some(done) = reader.next().await {
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        let slot = done.id as usize;
+        latencies.push(
+            now.duration_since(started[slot])
+                .as_micros()
+                .min(u32::MAX as u128) as u32,
+        );
+        match done.result {
+            Ok(n) => {
+                reads += 1;
+                bytes += n as u64;
+            }
+            Err(_) => errors += 1,
+        }
+        if reads == 1000 {
+            threads = threads_now();
+        }
+        let buffer = match done.buffer {
+            Some(Filled::Buffer(b)) => b,
+            _ => vec![0; options.block_size],
+        };
+        started[slot] = now;
+        let offset = random.below(blocks) * options.block_size as u64;
+        reader.submit(ReadRequest::new(
+            done.id,
+            key.clone(),
+            offset,
+            options.block_size,
+            Destination::Buffer(buffer),
+        ));
+    }
+    let elapsed = begin
+        .elapsed()
+        .min(options.duration.max(Duration::from_millis(1)));
+    let cpu_seconds = process_cpu_seconds() - cpu_before;
+    let sockets = sockets_now();
+    let threads = threads.max(threads_now());
+    let stats = reader.stats();
+    drop(reader);
+    latencies.sort_unstable();
+    let percentile = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(Duration::ZERO, |&us| Duration::from_micros(us as u64))
+    };
+    let secs = elapsed.as_secs_f64();
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    Ok(Figures {
+        reads,
+        errors,
+        bytes,
+        elapsed,
+        iops: reads as f64 / secs,
+        mib_per_s: bytes as f64 / (1u64 << 20) as f64 / secs,
+        cpu_seconds,
+        cpu_s_per_gib: if gib > 0.0 { cpu_seconds / gib } else { 0.0 },
+        latency_p50: percentile(0.50),
+        latency_p99: percentile(0.99),
+        threads,
+        sockets,
+        connections: stats.max_connections,
+        pipelined: stats.pipelined,
+        fell_back: stats.fell_back,
+    })
+}
+
+/// Offsets: xorshift64, enough to spread reads evenly without a dependency.
+#[derive(Debug)]
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Clock ticks per second of `/proc/self/stat`'s times (`USER_HZ`, 100 on Linux).
+const USER_HZ: f64 = 100.0;
+
+/// User + system CPU of the process so far, in seconds (0 where `/proc` is missing).
+pub fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // The command name (field 2) may hold spaces; fields are counted after its closing ')'.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / USER_HZ
+}
+
+/// Threads of the process now (`Threads:` in `/proc/self/status`; 0 where it is missing).
+pub fn threads_now() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Sockets the process holds now (entries of `/proc/self/fd` that link to `socket:[…]`).
+pub fn sockets_now() -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
+        })
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_cover_every_block() {
+        let mut random = XorShift(0x5eed);
+        let mut seen = [false; 64];
+        for _ in 0..4096 {
+            seen[random.below(64) as usize] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn process_figures_are_read() {
+        assert!(threads_now() >= 1);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let before = sockets_now();
+        let second = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(sockets_now() > before);
+        drop((listener, second));
+        // Spin until the process's CPU time moves (one 10 ms tick), within 10 s of wall time.
+        let start = process_cpu_seconds();
+        let begin = Instant::now();
+        let mut x = 0u64;
+        while process_cpu_seconds() == start && begin.elapsed() < Duration::from_secs(10) {
+            for _ in 0..100_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
+        }
+        assert!(x > 0);
+        assert!(process_cpu_seconds() > start);
+    }
+}

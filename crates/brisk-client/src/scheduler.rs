@@ -1,0 +1,442 @@
+//! The client's one request scheduler for ranged GETs: batch reads ([`crate::batch`]) and the
+//! parallel ranged GETs of [`Client::download`](crate::Client::download) both run on it.
+//!
+//! # Queue depth over few connections
+//!
+//! A batch keeps up to `queue_depth` requests in flight over `lanes` connections: each lane (one
+//! task, one connection at a time, see [`crate::pipeline`]) pipelines up to
+//! `ceil(queue_depth / lanes)` requests on its connection (at most [`MAX_PIPELINE_DEPTH`]): it
+//! writes the heads of the requests it takes, then reads the responses in order, writing the head
+//! of the next request as soon as a response is complete. The server thus always has the next
+//! request of every connection in hand when it finishes a response, and no request waits a round
+//! trip for its head to arrive: 64 requests in flight need 8 sockets, not 64.
+//!
+//! The queue depth counts requests sent and completions not yet taken by the caller: one
+//! semaphore slot per request, taken when a lane takes the request and given back when the caller
+//! takes the completion (or when the request goes back to the queue).
+//!
+//! # Fall-back
+//!
+//! An HTTP/1.1 server must answer pipelined requests in order, but some close the connection
+//! after each response (`Connection: close`) or drop what was sent behind the first request. Under
+//! [`Pipelining::Auto`] the batch stops pipelining (depth 1 per connection, so at most `lanes`
+//! requests in flight) the first time a connection that carried two or more requests ends after
+//! answering at most one of them. The requests a closing connection left unanswered go back to the
+//! front of the queue and are sent again on another connection, without counting as a failed
+//! attempt: none is lost, none is completed twice.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::task::AbortHandle;
+
+use crate::batch::{BatchOptions, Completion, Filled, Pipelining};
+use crate::client::Client;
+use crate::error::Error;
+
+/// The most requests pipelined on one connection: 16. Each queued request head is under 1 KiB,
+/// so 16 of them fit in the smallest socket buffers (Linux starts a TCP receive buffer at 128 KiB)
+/// and the server's read buffer: writing them never waits for the server to read, which is what
+/// keeps a lane that writes heads and then reads responses from deadlocking against a server that
+/// writes a response before reading the next request.
+pub const MAX_PIPELINE_DEPTH: usize = 16;
+
+/// One range of a batch, with its destination once it has one.
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) id: u64,
+    pub(crate) key: Arc<str>,
+    pub(crate) offset: u64,
+    pub(crate) length: usize,
+    /// `None` until a pooled block is taken for it (when the request is sent).
+    pub(crate) buffer: Option<Filled>,
+}
+
+impl Member {
+    pub(crate) fn end(&self) -> u64 {
+        self.offset + self.length as u64
+    }
+}
+
+#[derive(Debug)]
+enum Members {
+    One(Member),
+    Many(Vec<Member>),
+}
+
+/// One GET: a range of a key covering one member, or several coalesced ones (sorted by offset,
+/// each starting at or before the end of those before it).
+#[derive(Debug)]
+pub(crate) struct Work {
+    members: Members,
+    /// Attempts that failed so far.
+    pub(crate) failures: u32,
+}
+
+impl Work {
+    pub(crate) fn single(member: Member) -> Self {
+        Self {
+            members: Members::One(member),
+            failures: 0,
+        }
+    }
+
+    pub(crate) fn group(mut members: Vec<Member>) -> Self {
+        if members.len() == 1 {
+            return Self::single(members.pop().expect("one member"));
+        }
+        Self {
+            members: Members::Many(members),
+            failures: 0,
+        }
+    }
+
+    pub(crate) fn members(&self) -> &[Member] {
+        match &self.members {
+            Members::One(m) => std::slice::from_ref(m),
+            Members::Many(v) => v,
+        }
+    }
+
+    pub(crate) fn members_mut(&mut self) -> &mut [Member] {
+        match &mut self.members {
+            Members::One(m) => std::slice::from_mut(m),
+            Members::Many(v) => v,
+        }
+    }
+
+    pub(crate) fn key(&self) -> &Arc<str> {
+        &self.members()[0].key
+    }
+
+    pub(crate) fn start(&self) -> u64 {
+        self.members()[0].offset
+    }
+
+    pub(crate) fn end(&self) -> u64 {
+        self.members().iter().map(Member::end).max().unwrap_or(0)
+    }
+
+    fn into_members(self) -> Vec<Member> {
+        match self.members {
+            Members::One(m) => vec![m],
+            Members::Many(v) => v,
+        }
+    }
+}
+
+/// Counters of one scheduler (see [`crate::batch::BatchStats`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SchedulerStats {
+    pub(crate) submitted: u64,
+    pub(crate) completed: u64,
+    pub(crate) gets_sent: u64,
+    pub(crate) pipelined: u64,
+    pub(crate) resent: u64,
+    pub(crate) fell_back: bool,
+    pub(crate) connections_used: u64,
+    pub(crate) max_connections: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    submitted: AtomicU64,
+    completed: AtomicU64,
+    gets_sent: AtomicU64,
+    pipelined: AtomicU64,
+    resent: AtomicU64,
+    fell_back: AtomicBool,
+    connections_used: AtomicU64,
+    connections_now: AtomicU64,
+    max_connections: AtomicU64,
+}
+
+/// The state the lanes of one batch share.
+#[derive(Debug)]
+pub(crate) struct Scheduler {
+    pub(crate) client: Client,
+    pub(crate) bucket: Arc<str>,
+    /// `If-Match` sent with every GET (a download pins its parts to one version).
+    pub(crate) if_match: Option<Arc<str>>,
+    pub(crate) pipelining: Pipelining,
+    queue: Mutex<VecDeque<Work>>,
+    wake: Notify,
+    /// One permit per request in flight or completed and not yet taken by the caller.
+    slots: Semaphore,
+    /// Requests per connection now (1 after a fall-back).
+    depth: AtomicUsize,
+    completions: mpsc::UnboundedSender<Completion>,
+    shutdown: AtomicBool,
+    lanes: Mutex<Vec<AbortHandle>>,
+    counters: Counters,
+}
+
+impl Scheduler {
+    /// Starts the lane tasks on `runtime` (their connections are opened when work comes); every GET
+    /// carries `If-Match: if_match` when it is set.
+    pub(crate) fn start(
+        client: Client,
+        bucket: &str,
+        if_match: Option<Arc<str>>,
+        options: BatchOptions,
+        completions: mpsc::UnboundedSender<Completion>,
+        runtime: &tokio::runtime::Handle,
+    ) -> Arc<Self> {
+        let lanes = options
+            .connections
+            .min(client.config().max_connections_per_host)
+            .min(options.queue_depth)
+            .max(1);
+        let depth = match options.pipelining {
+            Pipelining::Off => 1,
+            Pipelining::Auto | Pipelining::On => options
+                .queue_depth
+                .div_ceil(lanes)
+                .clamp(1, MAX_PIPELINE_DEPTH),
+        };
+        let scheduler = Arc::new(Self {
+            client,
+            bucket: bucket.into(),
+            if_match,
+            pipelining: options.pipelining,
+            queue: Mutex::new(VecDeque::new()),
+            wake: Notify::new(),
+            slots: Semaphore::new(options.queue_depth),
+            depth: AtomicUsize::new(depth),
+            completions,
+            shutdown: AtomicBool::new(false),
+            lanes: Mutex::new(Vec::with_capacity(lanes)),
+            counters: Counters::default(),
+        });
+        let handles = (0..lanes)
+            .map(|_| {
+                runtime
+                    .spawn(crate::pipeline::run_lane(Arc::clone(&scheduler)))
+                    .abort_handle()
+            })
+            .collect();
+        *scheduler.lanes.lock().expect("scheduler lock poisoned") = handles;
+        scheduler
+    }
+
+    /// Queues `work` at the back.
+    pub(crate) fn push(&self, work: Work) {
+        self.counters
+            .submitted
+            .fetch_add(work.members().len() as u64, Ordering::Relaxed);
+        self.queue
+            .lock()
+            .expect("scheduler lock poisoned")
+            .push_back(work);
+        self.wake.notify_one();
+    }
+
+    /// Puts works a connection left unanswered back at the front of the queue, in their order, and
+    /// gives back their slots.
+    pub(crate) fn requeue_front(&self, works: impl DoubleEndedIterator<Item = Work>) {
+        let mut n = 0;
+        {
+            let mut queue = self.queue.lock().expect("scheduler lock poisoned");
+            for work in works.rev() {
+                queue.push_front(work);
+                n += 1;
+            }
+        }
+        if n > 0 {
+            self.slots.add_permits(n);
+            for _ in 0..n {
+                self.wake.notify_one();
+            }
+        }
+    }
+
+    /// Gives `work`'s slot back now and queues it again at the front after `delay` (a retry's
+    /// backoff), unless the batch has been shut down by then.
+    pub(crate) fn requeue_later(self: &Arc<Self>, work: Work, delay: std::time::Duration) {
+        self.slots.add_permits(1);
+        let scheduler = Arc::clone(self);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            if scheduler.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            scheduler
+                .queue
+                .lock()
+                .expect("scheduler lock poisoned")
+                .push_front(work);
+            scheduler.wake.notify_one();
+        });
+    }
+
+    /// Completes a request that was never scheduled (it was invalid): it holds no slot.
+    pub(crate) fn complete_now(&self, completion: Completion) {
+        self.counters.submitted.fetch_add(1, Ordering::Relaxed);
+        self.counters.completed.fetch_add(1, Ordering::Relaxed);
+        let _ = self.completions.send(completion);
+    }
+
+    /// Completes every member of `work` (which holds one slot) with its own result.
+    pub(crate) fn complete(
+        &self,
+        work: Work,
+        results: impl IntoIterator<Item = crate::Result<usize>>,
+    ) {
+        let members = work.into_members();
+        let last = members.len() - 1;
+        for ((i, member), result) in members.into_iter().enumerate().zip(results) {
+            self.counters.completed.fetch_add(1, Ordering::Relaxed);
+            let _ = self.completions.send(Completion {
+                id: member.id,
+                key: member.key,
+                offset: member.offset,
+                length: member.length,
+                result,
+                buffer: member.buffer,
+                releases: usize::from(i == last),
+            });
+        }
+    }
+
+    /// Completes every member of `work` with `error`: the server's report is repeated for each;
+    /// other errors go to the first member, the others are told which error ended their GET.
+    pub(crate) fn fail(&self, work: Work, error: Error) {
+        let count = work.members().len();
+        let service = error.service_error().cloned();
+        let text = error.to_string();
+        let mut first = Some(error);
+        let results = (0..count).map(|_| {
+            if let Some(e) = first.take() {
+                return Err(e);
+            }
+            Err(match &service {
+                Some(s) => Error::from_service(s.clone()),
+                None => Error::UnexpectedResponse {
+                    what: format!("the coalesced GET this range belonged to failed: {text}"),
+                },
+            })
+        });
+        let results: Vec<_> = results.collect();
+        self.complete(work, results);
+    }
+
+    /// A slot freed by the caller taking a completion.
+    pub(crate) fn delivered(&self, releases: usize) {
+        if releases > 0 {
+            self.slots.add_permits(releases);
+        }
+    }
+
+    /// The next work and its slot, waiting for both; `None` once the batch is shut down.
+    pub(crate) async fn take_waiting(&self) -> Option<Work> {
+        loop {
+            let notified = self.wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shutdown.load(Ordering::Acquire) {
+                return None;
+            }
+            let work = self
+                .queue
+                .lock()
+                .expect("scheduler lock poisoned")
+                .pop_front();
+            if let Some(work) = work {
+                let Ok(permit) = self.slots.acquire().await else {
+                    return None;
+                };
+                permit.forget();
+                return Some(work);
+            }
+            notified.await;
+        }
+    }
+
+    /// The next work if one is queued and a slot is free, without waiting.
+    pub(crate) fn try_take(&self) -> Option<Work> {
+        let permit = self.slots.try_acquire().ok()?;
+        let work = self
+            .queue
+            .lock()
+            .expect("scheduler lock poisoned")
+            .pop_front()?;
+        permit.forget();
+        Some(work)
+    }
+
+    /// Requests a lane may have in flight on its connection now.
+    pub(crate) fn depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Stops pipelining for the rest of the batch.
+    pub(crate) fn fall_back(&self) {
+        self.depth.store(1, Ordering::Relaxed);
+        self.counters.fell_back.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_get(&self) {
+        self.counters.gets_sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_pipelined(&self) {
+        self.counters.pipelined.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn count_resent(&self, n: usize) {
+        self.counters.resent.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// A lane took a connection.
+    pub(crate) fn connection_taken(&self) {
+        self.counters
+            .connections_used
+            .fetch_add(1, Ordering::Relaxed);
+        let now = self
+            .counters
+            .connections_now
+            .fetch_add(1, Ordering::Relaxed)
+            + 1;
+        self.counters
+            .max_connections
+            .fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// A lane gave its connection up (back to the pool, or closed).
+    pub(crate) fn connection_dropped(&self) {
+        self.counters
+            .connections_now
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stats(&self) -> SchedulerStats {
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        SchedulerStats {
+            submitted: get(&c.submitted),
+            completed: get(&c.completed),
+            gets_sent: get(&c.gets_sent),
+            pipelined: get(&c.pipelined),
+            resent: get(&c.resent),
+            fell_back: c.fell_back.load(Ordering::Relaxed),
+            connections_used: get(&c.connections_used),
+            max_connections: get(&c.max_connections),
+        }
+    }
+
+    /// Stops the lanes: requests on the wire are abandoned, their connections closed.
+    pub(crate) fn shut_down(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        self.wake.notify_waiters();
+        for lane in self
+            .lanes
+            .lock()
+            .expect("scheduler lock poisoned")
+            .drain(..)
+        {
+            lane.abort();
+        }
+    }
+}

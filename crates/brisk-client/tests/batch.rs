@@ -1,0 +1,572 @@
+//! Batch reads against real servers (`brisk serve` and MinIO, both started as child processes) and
+//! against an in-process server that ends connections with requests still queued on them.
+//!
+//! Every completed range is compared with the object's bytes; every request must complete exactly
+//! once. The counts asserted: connections (client metrics and the batch's own), sockets and threads
+//! of the process, and heap allocations per request (a counting global allocator).
+//!
+//! Tests take one lock so that thread, socket and allocation counts see only their own work.
+
+mod support;
+
+#[path = "support/range_server.rs"]
+mod range_server;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use brisk_client::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
+use brisk_client::measure::{sockets_now, threads_now};
+use brisk_client::{Client, Credentials, Error, RetryPolicy};
+use support::{ACCESS_KEY, BriskServe, Minio, SECRET_KEY, ServerLauncher, TestServer, pattern};
+
+#[allow(unsafe_code)]
+mod counting {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static TRACKING: Cell<bool> = const { Cell::new(false) };
+        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+        static BYTES: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// Forwards to the system allocator and counts, on the current thread, what is allocated
+    /// while tracking is on.
+    pub struct CountingAllocator;
+
+    fn record(size: usize) {
+        let _ = TRACKING.try_with(|tracking| {
+            if tracking.get() {
+                ALLOCATIONS.with(|n| n.set(n.get() + 1));
+                BYTES.with(|n| n.set(n.get() + size as u64));
+            }
+        });
+    }
+
+    // SAFETY: every method forwards its arguments unchanged to `System`; the bookkeeping only
+    // touches thread-local `Cell`s without destructors, which neither allocate nor unwind.
+    unsafe impl GlobalAlloc for CountingAllocator {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            record(layout.size());
+            // SAFETY: the caller's layout is passed through unchanged.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            record(layout.size());
+            // SAFETY: as above.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: `ptr` was allocated by `System` with this layout.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            record(new_size);
+            // SAFETY: `ptr` was allocated by `System` with `layout`.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// Runs `future` with counting on; returns its output, the allocations and the bytes.
+    pub async fn count<F: std::future::Future>(future: F) -> (F::Output, u64, u64) {
+        ALLOCATIONS.with(|n| n.set(0));
+        BYTES.with(|n| n.set(0));
+        TRACKING.with(|t| t.set(true));
+        let output = future.await;
+        TRACKING.with(|t| t.set(false));
+        (output, ALLOCATIONS.with(Cell::get), BYTES.with(Cell::get))
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: counting::CountingAllocator = counting::CountingAllocator;
+
+/// Each test runs alone (see the module doc), on a current-thread runtime, within a time limit.
+fn run<F: std::future::Future<Output = ()>>(test: F) {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(120), test)
+                .await
+                .expect("test took longer than 120 s")
+        });
+}
+
+fn brisk() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        BriskServe { anonymous: false }
+            .launch()
+            .unwrap_or_else(|e| panic!("starting brisk serve: {e}"))
+    })
+}
+
+fn minio() -> &'static TestServer {
+    static SERVER: OnceLock<TestServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        Minio
+            .launch()
+            .unwrap_or_else(|e| panic!("starting MinIO: {e}"))
+    })
+}
+
+fn client_of(endpoint: &str) -> Client {
+    Client::builder()
+        .endpoint(endpoint)
+        .region("us-east-1")
+        .credentials(Credentials::new(ACCESS_KEY, SECRET_KEY))
+        .read_timeout(Duration::from_secs(20))
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(50),
+        })
+        .build()
+        .unwrap()
+}
+
+/// An object of 3 MiB + 1,234 bytes: several 256 KiB blocks and a ragged end.
+const OBJECT_SIZE: usize = 3 * 1024 * 1024 + 1234;
+
+async fn object_on(server: &TestServer, purpose: &str) -> (Client, String, Arc<Vec<u8>>) {
+    let client = client_of(&server.endpoint);
+    let bucket = support::new_bucket(&client, purpose).await;
+    let object = Arc::new(pattern(OBJECT_SIZE, 7));
+    client.put(&bucket, "object", &object).await.unwrap();
+    (client, bucket, object)
+}
+
+/// Lengths at and around the read buffer (64 KiB) and block sizes (256 KiB, 1 MiB).
+const LENGTHS: [usize; 11] = [
+    1, 4095, 65_535, 65_536, 65_537, 262_143, 262_144, 262_145, 1_048_576, 1_048_577, 100_000,
+];
+
+/// Requests at pseudo-random offsets with the lengths above, alternating caller buffers and
+/// pooled blocks, plus ranges that run past the end of the object and ranges that start there.
+fn requests(seed: u64) -> Vec<ReadRequest> {
+    let mut x = seed | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    for i in 0..120u64 {
+        let length = LENGTHS[(i as usize) % LENGTHS.len()];
+        let offset = next() % (OBJECT_SIZE - length) as u64;
+        let destination = if i % 2 == 0 {
+            Destination::Buffer(vec![0xAA; length + (i as usize % 3)])
+        } else {
+            Destination::Pooled
+        };
+        out.push(ReadRequest::new(i, "object", offset, length, destination));
+    }
+    let end = OBJECT_SIZE as u64;
+    // Runs past the end: the bytes that exist.
+    out.push(ReadRequest::new(
+        1000,
+        "object",
+        end - 10,
+        100,
+        Destination::Pooled,
+    ));
+    // Starts at the end, and past it: InvalidRange.
+    out.push(ReadRequest::new(
+        1001,
+        "object",
+        end,
+        10,
+        Destination::Pooled,
+    ));
+    out.push(ReadRequest::new(
+        1002,
+        "object",
+        end + 5000,
+        262_144,
+        Destination::Buffer(vec![0; 262_144]),
+    ));
+    out
+}
+
+/// Takes every completion and checks it against `object`: right bytes, right errors, each id once.
+async fn check_all(reader: &mut brisk_client::BatchReader, object: &[u8], expected: usize) {
+    let mut seen = HashMap::new();
+    while let Some(done) = reader.next().await {
+        assert!(
+            seen.insert(done.id, ()).is_none(),
+            "request {} completed twice",
+            done.id
+        );
+        let end = (done.offset as usize + done.length).min(object.len());
+        match (&done.result, done.id) {
+            (Err(Error::InvalidRange(_)), 1001 | 1002) => {}
+            (Ok(n), _) if done.id < 1001 => {
+                assert_eq!(
+                    *n,
+                    end - done.offset as usize,
+                    "length of request {}",
+                    done.id
+                );
+                assert!(
+                    done.data().unwrap() == &object[done.offset as usize..end],
+                    "bytes of request {} ({} at {})",
+                    done.id,
+                    done.length,
+                    done.offset
+                );
+            }
+            (other, id) => panic!("request {id}: unexpected result {other:?}"),
+        }
+        assert!(
+            done.buffer.is_some(),
+            "request {} came back without its buffer",
+            done.id
+        );
+    }
+    assert_eq!(seen.len(), expected, "completions");
+}
+
+async fn ranges_match(server: &TestServer, purpose: &str) {
+    let (client, bucket, object) = object_on(server, purpose).await;
+    for (round, pipelining) in [Pipelining::Auto, Pipelining::On, Pipelining::Off]
+        .into_iter()
+        .enumerate()
+    {
+        let options = BatchOptions {
+            queue_depth: 24,
+            connections: 3,
+            pipelining,
+            coalesce: false,
+        };
+        let mut reader = client.batch_reader(&bucket, options).unwrap();
+        let batch = requests(round as u64 + 11);
+        let expected = batch.len();
+        for request in batch {
+            reader.submit(request);
+        }
+        check_all(&mut reader, &object, expected).await;
+        let stats = reader.stats();
+        assert!(stats.max_connections <= 3, "{stats:?}");
+        assert!(
+            !stats.fell_back,
+            "{} keeps connections: {stats:?}",
+            server.name
+        );
+        if pipelining == Pipelining::Off {
+            assert_eq!(stats.pipelined, 0, "{stats:?}");
+        } else {
+            assert!(
+                stats.pipelined > 0,
+                "{pipelining:?} on {}: {stats:?}",
+                server.name
+            );
+        }
+    }
+    assert!(client.metrics().connections_opened <= 3);
+}
+
+#[test]
+fn every_range_matches_the_object_on_brisk_serve() {
+    run(ranges_match(brisk(), "batch-brisk"));
+}
+
+/// MinIO's server (Go's net/http) reads the next request of a connection only once it has
+/// answered the previous one, so pipelined requests are answered one after the other: correct,
+/// and no fall-back (it keeps connections).
+#[test]
+fn every_range_matches_the_object_on_minio() {
+    run(ranges_match(minio(), "batch-minio"));
+}
+
+#[test]
+fn touching_and_overlapping_ranges_are_coalesced_on_brisk_serve() {
+    run(async {
+        let (client, bucket, object) = object_on(brisk(), "batch-coalesce").await;
+        let mut reader = client
+            .batch_reader(
+                &bucket,
+                BatchOptions {
+                    coalesce: true,
+                    ..BatchOptions::default()
+                },
+            )
+            .unwrap();
+        // 16 ranges of 100,000 bytes every 90,000 bytes (overlapping by 10,000), then 8 that touch,
+        // then two far apart: 3 merged GETs and 2 single ones.
+        let mut batch = Vec::new();
+        for i in 0..16u64 {
+            batch.push(ReadRequest::new(
+                i,
+                "object",
+                i * 90_000,
+                100_000,
+                Destination::Pooled,
+            ));
+        }
+        for i in 0..8u64 {
+            let offset = 2_000_000 + i * 65_536;
+            batch.push(ReadRequest::new(
+                100 + i,
+                "object",
+                offset,
+                65_536,
+                Destination::Pooled,
+            ));
+        }
+        batch.push(ReadRequest::new(
+            200,
+            "object",
+            3_000_000,
+            10,
+            Destination::Pooled,
+        ));
+        batch.push(ReadRequest::new(
+            201,
+            "object",
+            3_100_000,
+            10,
+            Destination::Pooled,
+        ));
+        let count = batch.len();
+        reader.submit_all(batch);
+        let mut seen = 0;
+        while let Some(done) = reader.next().await {
+            let range = done.offset as usize..done.offset as usize + done.length;
+            assert!(
+                done.data().unwrap() == &object[range],
+                "request {}",
+                done.id
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, count);
+        assert_eq!(reader.stats().gets_sent, 4, "{:?}", reader.stats());
+    });
+}
+
+/// A server closes each connection after 3 responses with more requests queued on it: those are
+/// sent again on another connection; every request completes once, with the right bytes.
+#[test]
+fn requests_queued_on_a_closed_connection_are_sent_again() {
+    run(async {
+        let object = Arc::new(pattern(OBJECT_SIZE, 3));
+        let (endpoint, log) =
+            range_server::start(Arc::clone(&object), range_server::Ending::CloseAfter(3)).await;
+        // A response cut by the close counts as a failed attempt: room for a few.
+        let client = Client::builder()
+            .endpoint(&endpoint)
+            .region("us-east-1")
+            .credentials(Credentials::new(ACCESS_KEY, SECRET_KEY))
+            .retry(RetryPolicy {
+                max_attempts: 10,
+                initial_backoff: Duration::from_millis(1),
+                max_backoff: Duration::from_millis(10),
+            })
+            .build()
+            .unwrap();
+        let mut reader = client
+            .batch_reader(
+                "bucket",
+                BatchOptions {
+                    queue_depth: 32,
+                    connections: 4,
+                    pipelining: Pipelining::Auto,
+                    coalesce: false,
+                },
+            )
+            .unwrap();
+        let batch = requests(5);
+        let expected = batch.len();
+        for request in batch {
+            reader.submit(request);
+        }
+        check_all(&mut reader, &object, expected).await;
+        let stats = reader.stats();
+        assert!(stats.resent > 0, "{stats:?}");
+        assert!(
+            !stats.fell_back,
+            "3 answers per connection is keep-alive: {stats:?}"
+        );
+        assert!(log.pipelined.load(Ordering::Relaxed) > 0);
+        // Each request was answered once; the others the server read were sent again.
+        let requests = log.requests.load(Ordering::Relaxed);
+        assert!(requests >= expected as u64, "{requests}");
+        assert!(stats.max_connections <= 4, "{stats:?}");
+    });
+}
+
+/// A server without keep-alive (`Connection: close` on every response): the batch falls back to
+/// one request per connection and still completes everything.
+#[test]
+fn a_server_without_keep_alive_gets_one_request_per_connection() {
+    run(async {
+        let object = Arc::new(pattern(OBJECT_SIZE, 4));
+        let (endpoint, log) =
+            range_server::start(Arc::clone(&object), range_server::Ending::NoKeepAlive).await;
+        let client = client_of(&endpoint);
+        let mut reader = client
+            .batch_reader(
+                "bucket",
+                BatchOptions {
+                    queue_depth: 16,
+                    connections: 2,
+                    pipelining: Pipelining::Auto,
+                    coalesce: false,
+                },
+            )
+            .unwrap();
+        let batch = requests(9);
+        let expected = batch.len();
+        for request in batch {
+            reader.submit(request);
+        }
+        check_all(&mut reader, &object, expected).await;
+        let stats = reader.stats();
+        assert!(stats.fell_back, "{stats:?}");
+        // Before the fall-back the first connections carried several heads; after it, one each.
+        let connections = log.connections.load(Ordering::Relaxed) as u64;
+        assert_eq!(connections, stats.connections_used, "{stats:?}");
+        assert!(connections >= expected as u64, "{connections} connections");
+        assert!(
+            stats.resent <= 16,
+            "only the first pipelines were sent again: {stats:?}"
+        );
+    });
+}
+
+/// With pipelining off, the server never finds a request waiting behind one it answers; with it
+/// on, it does.
+#[test]
+fn pipelining_on_and_off_as_the_server_sees_it() {
+    run(async {
+        let object = Arc::new(pattern(OBJECT_SIZE, 5));
+        for (pipelining, expect_pipelined) in [(Pipelining::Off, false), (Pipelining::On, true)] {
+            let (endpoint, log) =
+                range_server::start(Arc::clone(&object), range_server::Ending::KeepAlive).await;
+            let client = client_of(&endpoint);
+            let mut reader = client
+                .batch_reader(
+                    "bucket",
+                    BatchOptions {
+                        queue_depth: 16,
+                        connections: 2,
+                        pipelining,
+                        coalesce: false,
+                    },
+                )
+                .unwrap();
+            let batch = requests(21);
+            let expected = batch.len();
+            for request in batch {
+                reader.submit(request);
+            }
+            check_all(&mut reader, &object, expected).await;
+            assert_eq!(log.connections.load(Ordering::Relaxed), 2);
+            assert_eq!(
+                log.pipelined.load(Ordering::Relaxed) > 0,
+                expect_pipelined,
+                "{pipelining:?}"
+            );
+        }
+    });
+}
+
+/// 256 reads of 256 KiB at queue depth 64 over 4 connections: the process gains no thread and at
+/// most 4 sockets, the client opens at most 4 connections, and the heap allocations per read are
+/// a few hundred bytes of request head whatever the block size (no buffer per request).
+#[test]
+fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
+    run(async {
+        let (client, bucket, _object) = object_on(brisk(), "batch-counts").await;
+        let options = BatchOptions {
+            queue_depth: 64,
+            connections: 4,
+            pipelining: Pipelining::Auto,
+            coalesce: false,
+        };
+        async fn batch(
+            client: &Client,
+            bucket: &str,
+            options: BatchOptions,
+            buffers: Vec<Vec<u8>>,
+            watch_sockets: bool,
+        ) -> (Vec<Vec<u8>>, u64) {
+            let mut reader = client.batch_reader(bucket, options).unwrap();
+            let block = buffers[0].len();
+            let blocks = (OBJECT_SIZE / block) as u64;
+            let count = buffers.len() as u64;
+            for (i, buffer) in buffers.into_iter().enumerate() {
+                let offset = (i as u64 * 7 % blocks) * block as u64;
+                reader.submit(ReadRequest::new(
+                    i as u64,
+                    "object",
+                    offset,
+                    block,
+                    Destination::Buffer(buffer),
+                ));
+            }
+            let mut back = Vec::with_capacity(count as usize);
+            let mut sockets = 0;
+            while let Some(done) = reader.next().await {
+                assert_eq!(*done.result.as_ref().unwrap(), block);
+                if watch_sockets {
+                    sockets = sockets.max(sockets_now());
+                }
+                match done.buffer {
+                    Some(Filled::Buffer(b)) => back.push(b),
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert!(reader.stats().max_connections <= 4);
+            (back, sockets)
+        }
+        let threads = threads_now();
+        let sockets_before = sockets_now();
+        // Warm-up: opens the connections (and their read buffers) once.
+        let buffers = (0..256).map(|_| vec![0u8; 262_144]).collect();
+        let (buffers, sockets) = batch(&client, &bucket, options, buffers, true).await;
+        assert!(
+            sockets - sockets_before <= 4,
+            "{sockets} sockets, {sockets_before} before"
+        );
+        assert_eq!(threads_now(), threads, "threads");
+
+        let (small, small_allocs, small_bytes) =
+            counting::count(batch(&client, &bucket, options, buffers, false)).await;
+        let big_buffers = (0..256).map(|_| vec![0u8; 1_048_576]).collect();
+        let (_, big_allocs, big_bytes) =
+            counting::count(batch(&client, &bucket, options, big_buffers, false)).await;
+        drop(small);
+        let per_read = small_bytes / 256;
+        assert!(
+            per_read < 8 * 1024,
+            "{per_read} bytes allocated per 256 KiB read"
+        );
+        // 4x the block size, about the same allocations: none of them scales with the block.
+        assert!(
+            big_bytes < small_bytes + small_bytes / 4,
+            "{small_bytes} vs {big_bytes}"
+        );
+        assert!(
+            big_allocs < small_allocs + small_allocs / 4,
+            "{small_allocs} vs {big_allocs}"
+        );
+        assert!(
+            client.metrics().connections_opened <= 4,
+            "{:?}",
+            client.metrics()
+        );
+        assert_eq!(threads_now(), threads, "threads");
+    });
+}
