@@ -329,7 +329,17 @@ def parse_time_v(stderr):
         "max_rss_kib": int(fields["Maximum resident set size (kbytes)"]),
         "user_s": float(fields["User time (seconds)"]),
         "sys_s": float(fields["System time (seconds)"]),
+        "minor_faults": int(fields["Minor (reclaiming a frame) page faults"]),
+        "elapsed_outside_s": wall_seconds(fields["Elapsed (wall clock) time (h:mm:ss or m:ss)"]),
     }
+
+
+def wall_seconds(text):
+    """`/usr/bin/time`'s h:mm:ss or m:ss.cc as seconds."""
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds
 
 
 def measure(server, client, case, key, size, path):
@@ -461,7 +471,7 @@ def run(args):
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
 
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"compare-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M')}")
+    stem = os.path.join(args.out, f"compare-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
     write_tsv(stem + ".tsv", meta, rows)
     with open(stem + ".json", "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
@@ -496,7 +506,7 @@ def progress_line(row):
 
 
 TSV_FIELDS = ("server", "case", "client", "size", "repeat", "status", "seconds", "max_rss_kib", "user_s",
-              "sys_s", "server_cpu_s")
+              "sys_s", "server_cpu_s", "minor_faults", "elapsed_outside_s")
 
 
 def write_tsv(path, meta, rows):
@@ -514,9 +524,9 @@ def read_tsv(path):
         rows = []
         for line in f:
             row = dict(zip(header, line.rstrip("\n").split("\t")))
-            for k in ("size", "repeat", "max_rss_kib"):
+            for k in ("size", "repeat", "max_rss_kib", "minor_faults"):
                 row[k] = int(row[k]) if row.get(k) else None
-            for k in ("seconds", "user_s", "sys_s", "server_cpu_s"):
+            for k in ("seconds", "user_s", "sys_s", "server_cpu_s", "elapsed_outside_s"):
                 row[k] = float(row[k]) if row.get(k) else None
             rows.append(row)
     return meta, rows
