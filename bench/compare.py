@@ -354,9 +354,10 @@ def measure(server, client, case, key, size, path):
         return {**row, "status": f"timed out after {run_timeout(size)} s"}
     row["server_cpu_s"] = server.cpu_seconds() - cpu0
     if proc.returncode != 0:
-        tail = " ".join(proc.stderr.strip().splitlines()[-12:])
-        tail = re.sub(r"\s+", " ", tail.split("Command being timed")[0]).strip()
-        return {**row, "status": f"exit {proc.returncode}: {tail[-300:]}"}
+        # What the client printed, without the report `/usr/bin/time -v` appends.
+        said = proc.stderr.split("\tCommand being timed:")[0].strip().splitlines()[-3:]
+        said = re.sub(r"\s+", " ", " ".join(said))
+        return {**row, "status": f"exit {proc.returncode}: {said[-300:]}"}
     try:
         moved, seconds = parse_inside(client, proc.stdout)
         row.update(parse_time_v(proc.stderr))
@@ -426,6 +427,10 @@ def run(args):
         "versions": versions(minio),
     }
     rows = []
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"compare-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
+    partial = open(stem + ".partial.tsv", "w")
+    partial.write("\t".join(TSV_FIELDS) + "\n")
     server = Server(args.server, os.path.join(work, "data"), minio)
     try:
         meta["server_idle_rss_kib"] = server.idle_rss_kib
@@ -464,14 +469,15 @@ def run(args):
                             os.unlink(path)
                         if case == "upload":
                             s3.delete_object(Bucket=BUCKET, Key=key)
+                        partial.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+                        partial.flush()
                         print(progress_line(row), file=sys.stderr)
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
-
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"compare-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
+    partial.close()
+    os.unlink(stem + ".partial.tsv")
     write_tsv(stem + ".tsv", meta, rows)
     with open(stem + ".json", "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
