@@ -8,7 +8,7 @@
 #
 # Further options (bench/compare.py run --help): --repeats N, --get-sizes 256MiB,1GiB, --file-size 4GiB,
 # --clients brisk,boto3, --cases get,download,upload, --scratch DIR (default /work/scratch-compare:
-# server data, the source file and downloads; at most 3 files of the file size at once), --out DIR.
+# server data, the source file and downloads; up to 5 times the file size at once), --out DIR.
 # Writes bench/results/compare-SERVER-DATE.{tsv,json,md}; `bench/compare.py table FILE.tsv` reprints
 # the tables from the raw rows.
 #
