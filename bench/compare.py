@@ -507,7 +507,7 @@ def progress_line(row):
     if row["status"] != "ok":
         return f"{row['repeat']} {row['case']} {row['size']} {row['client']}: {row['status']}"
     return (f"{row['repeat']} {row['case']} {row['size']} {row['client']}: "
-            f"{row['size'] / GIB / row['seconds']:.2f} GiB/s, {row['max_rss_kib'] / 1024:.0f} MiB peak, "
+            f"{row['size'] / GIB / max(row['seconds'], 1e-9):.2f} GiB/s, {row['max_rss_kib'] / 1024:.0f} MiB peak, "
             f"{row['user_s'] + row['sys_s']:.2f} s CPU")
 
 
@@ -564,7 +564,8 @@ def tables(meta, rows):
         return r["user_s"] + r["sys_s"]
 
     def rate(runs, gib):
-        rates = [gib / r["seconds"] for r in runs]
+        # The examples print milliseconds: a tiny object can read as 0 s.
+        rates = [gib / max(r["seconds"], 1e-9) for r in runs]
         if len(rates) == 1:
             return f"{rates[0]:.2f}"
         return f"{statistics.median(rates):.2f} ({min(rates):.2f}–{max(rates):.2f})"
