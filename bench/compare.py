@@ -1,0 +1,676 @@
+#!/usr/bin/env python3
+"""brisk next to boto3, awscrt and obstore, each client in its own process, against one server.
+
+Run through `bench/compare.sh` (which makes the pinned venv and builds brisk); by hand:
+
+    .bench-venv/bin/python bench/compare.py run [--server brisk|minio] [--quick] [--repeats N] ...
+    .bench-venv/bin/python bench/compare.py table bench/results/compare-brisk-DATE.tsv
+    .bench-venv/bin/python bench/compare.py drive CLIENT CASE ENDPOINT BUCKET KEY SIZE [FILE]
+
+`run` starts ONE server (`brisk serve` on a fresh directory with fsync on, or MinIO), uploads the
+objects once, then runs every case with every client, REPEATS times, the clients in a rotated order in
+each repeat so that the machine's drift hits all of them alike. Cases:
+
+  baseline   in-memory GET of a 1-byte object: the process's own footprint and start-up CPU
+             (interpreter, imports, client set-up, one connection), subtracted from the GET figures
+  get        in-memory GET of each of the in-memory sizes (default 256 MiB and 1 GiB)
+  download   GET of the file-size object (default 4 GiB) to a file with each client's transfer API
+  upload     PUT of a file of the file size with each client's transfer API
+
+Every measured process runs under `/usr/bin/time -v`: peak RSS (`Maximum resident set size`) and CPU
+(user + sys) come from outside; wall time is taken inside the process around the operation alone
+(after imports and client set-up) and printed by the driver (the brisk examples print it the same way).
+The server's CPU (utime + stime from /proc/<pid>/stat) is read before and after each run.
+
+`drive` is what runs inside a measured process for the Python clients; it prints one JSON line
+`{"bytes": N, "seconds": S}`. Each client is used the way its documentation shows:
+
+  boto3    get: get_object()["Body"].read(); download: download_file; upload: upload_file (s3transfer
+           defaults: 8 MiB parts above an 8 MiB threshold, 10 threads)
+  awscrt   S3Client (defaults: throughput target 10 Gbps, part size chosen by aws-c-s3) meta-requests:
+           get: GET_OBJECT with bodies written by offset into one pre-sized bytearray (its best case);
+           download: GET_OBJECT with recv_filepath; upload: PUT_OBJECT with send_filepath
+  obstore  get: get(store, key).bytes(); download: the get result's chunk stream (10 MB chunks) written
+           to a file; upload: put(store, key, Path) (defaults: 5 MiB parts, 12 in flight)
+  brisk    the release examples get_bytes, download and upload (TransferOptions::default(): 8 MiB parts,
+           4 in flight)
+
+Writes bench/results/compare-SERVER-DATE.{tsv,json,md} and prints the markdown tables and the command
+line that produced them.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ACCESS_KEY, SECRET_KEY, REGION = "comparebenchkey", "comparebenchsecret", "us-east-1"
+BUCKET = "compare"
+CLIENTS = ("brisk", "boto3", "awscrt", "obstore")
+CASES = ("baseline", "get", "download", "upload")
+MIB, GIB = 1 << 20, 1 << 30
+FULL_GET_SIZES = (256 * MIB, GIB)
+FULL_FILE_SIZE = 4 * GIB
+QUICK_GET_SIZES = (16 * MIB, 64 * MIB)
+QUICK_FILE_SIZE = 256 * MIB
+# The random block repeated to make objects and the source file: generating 4 GiB of fresh random bytes
+# would take longer than the runs, and nothing on these paths compresses or deduplicates.
+RANDOM_BLOCK = 64 * MIB
+# A measured run is killed after this floor plus its size at 8 MiB/s (a 4 GiB run: 572 s), far above
+# the slowest client seen (about 0.1 GiB/s), so only a hung client reaches it.
+RUN_TIMEOUT_FLOOR_S = 60
+RUN_TIMEOUT_RATE = 8 * MIB
+SERVER_START_TIMEOUT_S = 60
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+MINIO_CANDIDATES = (os.path.join(ROOT, ".tools/bin/minio"), "/work/main/.tools/bin/minio")
+
+LABELS = {
+    "brisk": {"get": "brisk `get_bytes`", "download": "brisk `download`", "upload": "brisk `upload`"},
+    "boto3": {"get": 'boto3 `get_object()["Body"].read()`', "download": "boto3 `download_file`",
+              "upload": "boto3 `upload_file`"},
+    "awscrt": {"get": "awscrt `S3Client` GET into a pre-sized `bytearray`",
+               "download": "awscrt `S3Client` GET, `recv_filepath`",
+               "upload": "awscrt `S3Client` PUT, `send_filepath`"},
+    "obstore": {"get": "obstore `get(...).bytes()`", "download": "obstore `get(...)` stream to file",
+                "upload": "obstore `put(store, key, Path)`"},
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Drivers: what runs inside one measured process.
+
+
+def client_env(endpoint):
+    return dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+                AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION, AWS_ENDPOINT_URL=endpoint,
+                AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+
+
+def boto3_client(endpoint):
+    import boto3
+    from botocore.config import Config
+
+    # Path-style addressing is what a server on 127.0.0.1 needs; everything else is boto3's default.
+    return boto3.client("s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"}))
+
+
+def drive_boto3(case, endpoint, bucket, key, size, path):
+    s3 = boto3_client(endpoint)
+    started = time.perf_counter()
+    if case in ("get", "baseline"):
+        n = len(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    elif case == "download":
+        s3.download_file(bucket, key, path)
+        n = os.path.getsize(path)
+    else:
+        s3.upload_file(path, bucket, key)
+        n = size
+    return n, time.perf_counter() - started
+
+
+def drive_awscrt(case, endpoint, bucket, key, size, path):
+    from awscrt import auth, http, io, s3
+
+    host = endpoint.split("://", 1)[1]
+    elg = io.EventLoopGroup()
+    bootstrap = io.ClientBootstrap(elg, io.DefaultHostResolver(elg))
+    credentials = auth.AwsCredentialsProvider.new_static(ACCESS_KEY, SECRET_KEY)
+    client = s3.S3Client(
+        bootstrap=bootstrap,
+        region=REGION,
+        tls_mode=s3.S3RequestTlsMode.DISABLED,
+        signing_config=s3.create_default_s3_signing_config(region=REGION, credential_provider=credentials),
+    )
+    started = time.perf_counter()
+    headers = [("host", host)]
+    if case in ("get", "baseline"):
+        buf = bytearray(size)
+        view = memoryview(buf)
+
+        def on_body(chunk, offset, **kwargs):
+            view[offset : offset + len(chunk)] = chunk
+
+        request = http.HttpRequest("GET", f"/{bucket}/{key}", http.HttpHeaders(headers))
+        done = client.make_request(type=s3.S3RequestType.GET_OBJECT, request=request, on_body=on_body)
+    elif case == "download":
+        request = http.HttpRequest("GET", f"/{bucket}/{key}", http.HttpHeaders(headers))
+        done = client.make_request(type=s3.S3RequestType.GET_OBJECT, request=request, recv_filepath=path)
+    else:
+        headers.append(("content-length", str(size)))
+        request = http.HttpRequest("PUT", f"/{bucket}/{key}", http.HttpHeaders(headers))
+        done = client.make_request(type=s3.S3RequestType.PUT_OBJECT, request=request, send_filepath=path)
+    done.finished_future.result(timeout=run_timeout(size))
+    elapsed = time.perf_counter() - started
+    if case in ("get", "baseline"):
+        n = len(buf)
+    elif case == "download":
+        n = os.path.getsize(path)
+    else:
+        n = size
+    return n, elapsed
+
+
+def drive_obstore(case, endpoint, bucket, key, size, path):
+    import pathlib
+
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(
+        bucket,
+        endpoint=endpoint,
+        region=REGION,
+        access_key_id=ACCESS_KEY,
+        secret_access_key=SECRET_KEY,
+        virtual_hosted_style_request=False,
+        # obstore's default request timeout is 30 s, which a slow 4 GiB stream may outlast.
+        client_options={"allow_http": True, "timeout": f"{run_timeout(size)}s"},
+    )
+    started = time.perf_counter()
+    if case in ("get", "baseline"):
+        n = len(obstore.get(store, key).bytes())
+    elif case == "download":
+        n = 0
+        with open(path, "wb") as f:
+            for chunk in obstore.get(store, key):
+                f.write(chunk)
+                n += len(chunk)
+    else:
+        obstore.put(store, key, pathlib.Path(path))
+        n = size
+    return n, time.perf_counter() - started
+
+
+DRIVERS = {"boto3": drive_boto3, "awscrt": drive_awscrt, "obstore": drive_obstore}
+
+
+def drive(client, case, endpoint, bucket, key, size, path=None):
+    size = int(size)
+    n, elapsed = DRIVERS[client](case, endpoint, bucket, key, size, path)
+    if n != size:
+        sys.exit(f"{client} {case}: moved {n} bytes, expected {size}")
+    print(json.dumps({"bytes": n, "seconds": elapsed}))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run: one server, every case with every client, measured from outside.
+
+
+def run_timeout(size):
+    return RUN_TIMEOUT_FLOOR_S + size // RUN_TIMEOUT_RATE
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def process_cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def process_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Server:
+    """One server process on a fresh data directory, stopped and removed by close()."""
+
+    def __init__(self, kind, data, minio):
+        self.kind, self.data = kind, data
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        os.makedirs(data)
+        if kind == "brisk":
+            cmd = [os.path.join(ROOT, "target/release/brisk"), "serve", "--root", data,
+                   "--listen", f"127.0.0.1:{self.port}", "--access-key", ACCESS_KEY,
+                   "--secret-key", SECRET_KEY]
+            env = dict(os.environ)
+        else:
+            cmd = [minio, "server", "--quiet", "--address", f"127.0.0.1:{self.port}",
+                   "--console-address", f"127.0.0.1:{free_port()}", data]
+            env = dict(os.environ, MINIO_ROOT_USER=ACCESS_KEY, MINIO_ROOT_PASSWORD=SECRET_KEY)
+        self.log = open(os.path.join(os.path.dirname(data), f"{kind}.log"), "wb")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        probe = f"{self.endpoint}/minio/health/ready" if kind == "minio" else None
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{kind} exited with {self.proc.returncode} at start (log {self.log.name})")
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError(f"{kind} did not answer on {self.endpoint} in {SERVER_START_TIMEOUT_S} s")
+            try:
+                if probe:
+                    urllib.request.urlopen(probe, timeout=1)
+                else:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        time.sleep(1.0)  # let it settle before the idle RSS is read
+        self.idle_rss_kib = process_rss_kib(self.proc.pid)
+
+    def cpu_seconds(self):
+        return process_cpu_seconds(self.proc.pid)
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+def write_random_file(path, size):
+    block = os.urandom(min(size, RANDOM_BLOCK))
+    with open(path, "wb") as f:
+        left = size
+        while left:
+            n = min(left, len(block))
+            f.write(block[:n])
+            left -= n
+
+
+def brisk_example(name):
+    return os.path.join(ROOT, "target/release/examples", name)
+
+
+def client_command(client, case, endpoint, key, size, path):
+    if client == "brisk":
+        common = ["--endpoint-url", endpoint, "--bucket", BUCKET, "--key", key]
+        if case in ("get", "baseline"):
+            return [brisk_example("get_bytes"), *common]
+        return [brisk_example(case), *common, "--file", path]
+    cmd = [sys.executable, os.path.abspath(__file__), "drive", client, case, endpoint, BUCKET, key, str(size)]
+    return cmd + ([path] if path else [])
+
+
+BRISK_OUTPUT = re.compile(r"(\d+) bytes .*in ([0-9.]+) s \(")
+
+
+def parse_inside(client, stdout):
+    """(bytes, seconds) the measured process printed about its own transfer."""
+    if client == "brisk":
+        m = BRISK_OUTPUT.search(stdout)
+        if not m:
+            raise ValueError(f"unexpected output {stdout!r}")
+        return int(m.group(1)), float(m.group(2))
+    line = json.loads(stdout.strip().splitlines()[-1])
+    return line["bytes"], line["seconds"]
+
+
+def parse_time_v(stderr):
+    fields = {}
+    for line in stderr.splitlines():
+        name, _, value = line.strip().rpartition(": ")
+        fields[name] = value
+    return {
+        "max_rss_kib": int(fields["Maximum resident set size (kbytes)"]),
+        "user_s": float(fields["User time (seconds)"]),
+        "sys_s": float(fields["System time (seconds)"]),
+        "minor_faults": int(fields["Minor (reclaiming a frame) page faults"]),
+        "elapsed_outside_s": wall_seconds(fields["Elapsed (wall clock) time (h:mm:ss or m:ss)"]),
+    }
+
+
+def wall_seconds(text):
+    """`/usr/bin/time`'s h:mm:ss or m:ss.cc as seconds."""
+    seconds = 0.0
+    for part in text.split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds
+
+
+def measure(server, client, case, key, size, path):
+    """One measured process; returns a result row (status "ok" or what went wrong)."""
+    cmd = ["/usr/bin/time", "-v", *client_command(client, case, server.endpoint, key, size, path)]
+    row = {"server": server.kind, "client": client, "case": case, "size": size}
+    cpu0 = server.cpu_seconds()
+    try:
+        proc = subprocess.run(cmd, env=client_env(server.endpoint), capture_output=True, text=True,
+                              timeout=run_timeout(size))
+    except subprocess.TimeoutExpired:
+        return {**row, "status": f"timed out after {run_timeout(size)} s"}
+    row["server_cpu_s"] = server.cpu_seconds() - cpu0
+    if proc.returncode != 0:
+        # What the client printed, without the report `/usr/bin/time -v` appends.
+        said = proc.stderr.split("\tCommand being timed:")[0].strip().splitlines()[-3:]
+        said = re.sub(r"\s+", " ", " ".join(said))
+        return {**row, "status": f"exit {proc.returncode}: {said[-300:]}"}
+    try:
+        moved, seconds = parse_inside(client, proc.stdout)
+        row.update(parse_time_v(proc.stderr))
+    except (ValueError, KeyError, IndexError) as e:
+        return {**row, "status": f"unreadable output: {e}"}
+    if moved != size:
+        return {**row, "status": f"moved {moved} bytes, expected {size}"}
+    return {**row, "seconds": seconds, "status": "ok"}
+
+
+def put_object(server, key, path):
+    """Uploads with brisk's `upload` example (multipart above 8 MiB: composite checksums, so no client
+    verifies a whole-object checksum on GET)."""
+    subprocess.run([brisk_example("upload"), "--endpoint-url", server.endpoint, "--bucket", BUCKET,
+                    "--key", key, "--file", path], env=client_env(server.endpoint), check=True,
+                   stdout=subprocess.DEVNULL, timeout=run_timeout(os.path.getsize(path)))
+
+
+def admin_client(endpoint):
+    """boto3 for the set-up and clean-up requests, which are not measured."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY, config=Config(s3={"addressing_style": "path"}))
+
+
+def find_minio(given):
+    for candidate in ([given] if given else []) + list(MINIO_CANDIDATES):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    sys.exit("MinIO not found: pass --minio PATH (scripts/install-minio builds .tools/bin/minio)")
+
+
+def run(args):
+    get_sizes = QUICK_GET_SIZES if args.quick else FULL_GET_SIZES
+    file_size = QUICK_FILE_SIZE if args.quick else FULL_FILE_SIZE
+    if args.get_sizes:
+        get_sizes = tuple(parse_size(s) for s in args.get_sizes.split(","))
+    if args.file_size:
+        file_size = parse_size(args.file_size)
+    repeats = args.repeats or (1 if args.quick else 3)
+    clients = args.clients.split(",")
+    cases = args.cases.split(",")
+    for name in clients:
+        if name not in CLIENTS:
+            sys.exit(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
+    for name in cases:
+        if name not in CASES:
+            sys.exit(f"unknown case {name!r}: one of {', '.join(CASES)}")
+    minio = find_minio(args.minio) if args.server == "minio" else None
+
+    os.makedirs(args.scratch, exist_ok=True)
+    work = os.path.join(args.scratch, f"compare-{os.getpid()}")
+    os.makedirs(work)
+    source = os.path.join(work, "source")
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+    meta = {
+        "command": args.command_line,
+        "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "server": args.server,
+        "repeats": repeats,
+        "get_sizes": list(get_sizes),
+        "file_size": file_size,
+        "scratch": args.scratch,
+        "load_before": open("/proc/loadavg").read().split()[:3],
+        "versions": versions(minio),
+    }
+    rows = []
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"compare-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
+    partial = open(stem + ".partial.tsv", "w")
+    partial.write("\t".join(TSV_FIELDS) + "\n")
+    server = Server(args.server, os.path.join(work, "data"), minio)
+    try:
+        meta["server_idle_rss_kib"] = server.idle_rss_kib
+        s3 = admin_client(server.endpoint)
+        s3.create_bucket(Bucket=BUCKET)
+        print(f"{args.server} on {server.endpoint}, idle RSS {server.idle_rss_kib / 1024:.1f} MiB; "
+              "uploading the objects", file=sys.stderr)
+        write_random_file(source, 1)
+        put_object(server, "baseline", source)
+        if "get" in cases:
+            for size in get_sizes:
+                write_random_file(source, size)
+                put_object(server, f"get-{size}", source)
+        if "download" in cases or "upload" in cases:
+            write_random_file(source, file_size)
+        if "download" in cases:
+            put_object(server, "download", source)
+
+        for rep in range(repeats):
+            # Rotate the clients' order each repeat so drift and warm caches favour none of them.
+            order = clients[rep % len(clients):] + clients[: rep % len(clients)]
+            for case in cases:
+                sizes = {"baseline": [1], "get": list(get_sizes)}.get(case, [file_size])
+                for size in sizes:
+                    for client in order:
+                        key, path = {
+                            "baseline": ("baseline", None),
+                            "get": (f"get-{size}", None),
+                            "download": ("download", os.path.join(work, f"download-{client}")),
+                            "upload": (f"upload-{client}", source),
+                        }[case]
+                        row = measure(server, client, case, key, size, path)
+                        row["repeat"] = rep + 1
+                        rows.append(row)
+                        if case == "download" and os.path.exists(path):
+                            os.unlink(path)
+                        if case == "upload":
+                            s3.delete_object(Bucket=BUCKET, Key=key)
+                        partial.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+                        partial.flush()
+                        print(progress_line(row), file=sys.stderr)
+    finally:
+        server.close()
+        shutil.rmtree(work, ignore_errors=True)
+    meta["load_after"] = open("/proc/loadavg").read().split()[:3]
+    partial.close()
+    os.unlink(stem + ".partial.tsv")
+    write_tsv(stem + ".tsv", meta, rows)
+    with open(stem + ".json", "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    text = tables(meta, rows)
+    with open(stem + ".md", "w") as f:
+        f.write(text)
+    print(text)
+    print(f"rows in {stem}.tsv, {stem}.json; tables in {stem}.md", file=sys.stderr)
+
+
+def versions(minio):
+    import awscrt
+    import boto3
+    import obstore
+
+    found = {"boto3": boto3.__version__, "awscrt": awscrt.__version__, "obstore": obstore.__version__,
+             "python": sys.version.split()[0]}
+    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    found["brisk"] = git.stdout.strip()
+    if minio:
+        out = subprocess.run([minio, "--version"], capture_output=True, text=True).stdout
+        found["minio"] = out.splitlines()[0] if out else "unknown"
+    return found
+
+
+def progress_line(row):
+    if row["status"] != "ok":
+        return f"{row['repeat']} {row['case']} {row['size']} {row['client']}: {row['status']}"
+    return (f"{row['repeat']} {row['case']} {row['size']} {row['client']}: "
+            f"{row['size'] / GIB / max(row['seconds'], 1e-9):.2f} GiB/s, {row['max_rss_kib'] / 1024:.0f} MiB peak, "
+            f"{row['user_s'] + row['sys_s']:.2f} s CPU")
+
+
+TSV_FIELDS = ("server", "case", "client", "size", "repeat", "status", "seconds", "max_rss_kib", "user_s",
+              "sys_s", "server_cpu_s", "minor_faults", "elapsed_outside_s")
+
+
+def write_tsv(path, meta, rows):
+    with open(path, "w") as f:
+        f.write(f"# {json.dumps(meta)}\n")
+        f.write("\t".join(TSV_FIELDS) + "\n")
+        for row in rows:
+            f.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+
+
+def read_tsv(path):
+    with open(path) as f:
+        meta = json.loads(f.readline()[2:])
+        header = f.readline().rstrip("\n").split("\t")
+        rows = []
+        for line in f:
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            for k in ("size", "repeat", "max_rss_kib", "minor_faults"):
+                row[k] = int(row[k]) if row.get(k) else None
+            for k in ("seconds", "user_s", "sys_s", "server_cpu_s", "elapsed_outside_s"):
+                row[k] = float(row[k]) if row.get(k) else None
+            rows.append(row)
+    return meta, rows
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tables: medians over the repeats.
+
+
+def size_label(size):
+    return f"{size // GIB} GiB" if size % GIB == 0 else f"{size // MIB} MiB"
+
+
+def tables(meta, rows):
+    clients = list(dict.fromkeys(r["client"] for r in rows))
+    ok = {}
+    failed = {}
+    for r in rows:
+        key = (r["client"], r["case"], r["size"])
+        if r["status"] == "ok":
+            ok.setdefault(key, []).append(r)
+        else:
+            failed.setdefault(key, []).append(r["status"])
+
+    def med(runs, f):
+        return statistics.median(f(r) for r in runs)
+
+    def cpu(r):
+        return r["user_s"] + r["sys_s"]
+
+    def rate(runs, gib):
+        # The examples print milliseconds: a tiny object can read as 0 s.
+        rates = [gib / max(r["seconds"], 1e-9) for r in runs]
+        if len(rates) == 1:
+            return f"{rates[0]:.2f}"
+        return f"{statistics.median(rates):.2f} ({min(rates):.2f}–{max(rates):.2f})"
+
+    def failures(key, n_ok):
+        if key not in failed:
+            return ""
+        return f"{len(failed[key])} of {n_ok + len(failed[key])} runs failed: {failed[key][0]}"
+
+    out = [f"Command: `{meta['command']}`", "",
+           f"Server `{meta['server']}` (idle RSS {meta.get('server_idle_rss_kib', 0) / 1024:.1f} MiB), "
+           f"{meta['started']}, {meta['repeats']} repeat(s), medians; load average before "
+           f"{' '.join(meta['load_before'])}, after {' '.join(meta.get('load_after', ['?']))}; versions: "
+           + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", ""]
+
+    out += ["In-memory GET. RSS growth = peak RSS less the same client's 1-byte GET (baseline column), "
+            "per object byte; CPU = user + sys less the baseline's, per GiB.", "",
+            "| client | object | GiB/s (range) | peak RSS growth / size | client CPU s/GiB | server CPU s/GiB | "
+            "baseline RSS MiB |",
+            "|---|---|---|---|---|---|---|"]
+    for client in clients:
+        base = ok.get((client, "baseline", 1))
+        for size in meta["get_sizes"]:
+            key = (client, "get", size)
+            runs = ok.get(key)
+            if not runs or not base:
+                why = failures(key, len(runs or [])) or "no baseline"
+                out.append(f"| {LABELS[client]['get']} | {size_label(size)} | failed: {why} | | | | |")
+                continue
+            base_rss, base_cpu = med(base, lambda r: r["max_rss_kib"]) * 1024, med(base, cpu)
+            gib = size / GIB
+            note = failures(key, len(runs))
+            out.append(
+                f"| {LABELS[client]['get']} | {size_label(size)} | {rate(runs, gib)} | "
+                f"{(med(runs, lambda r: r['max_rss_kib']) * 1024 - base_rss) / size:.2f} | "
+                f"{(med(runs, cpu) - base_cpu) / gib:.2f} | {med(runs, lambda r: r['server_cpu_s']) / gib:.2f} | "
+                f"{base_rss / MIB:.0f}{' (' + note + ')' if note else ''} |")
+    out.append("")
+
+    for case, title in (("download", "GET to a file"), ("upload", "PUT from a file")):
+        size = meta["file_size"]
+        if not any(r["case"] == case for r in rows):
+            continue
+        out += [f"{title}, {size_label(size)}. Peak RSS is the whole process's; CPU is the whole "
+                "process's less its 1-byte GET baseline, per GiB.", "",
+                "| client | GiB/s (range) | peak RSS MiB | client CPU s/GiB | server CPU s/GiB |",
+                "|---|---|---|---|---|"]
+        gib = size / GIB
+        for client in clients:
+            key = (client, case, size)
+            runs = ok.get(key)
+            base = ok.get((client, "baseline", 1))
+            if not runs:
+                out.append(f"| {LABELS[client][case]} | failed: {failures(key, 0)} | | | |")
+                continue
+            base_cpu = med(base, cpu) if base else 0.0
+            note = failures(key, len(runs))
+            out.append(
+                f"| {LABELS[client][case]} | {rate(runs, gib)} | "
+                f"{med(runs, lambda r: r['max_rss_kib']) / 1024:.0f} | {(med(runs, cpu) - base_cpu) / gib:.2f} | "
+                f"{med(runs, lambda r: r['server_cpu_s']) / gib:.2f}{' (' + note + ')' if note else ''} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def parse_size(text):
+    for unit, factor in (("KiB", 1 << 10), ("MiB", MIB), ("GiB", GIB)):
+        if text.endswith(unit):
+            return int(float(text[: -len(unit)]) * factor)
+    return int(text)
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "drive":
+        if len(sys.argv) not in (8, 9):
+            sys.exit("usage: compare.py drive CLIENT CASE ENDPOINT BUCKET KEY SIZE [FILE]")
+        drive(*sys.argv[2:])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "table":
+        meta, rows = read_tsv(sys.argv[2])
+        print(tables(meta, rows))
+        return
+    ap = argparse.ArgumentParser(description="brisk next to boto3, awscrt and obstore on one server")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--server", choices=("brisk", "minio"), default="brisk")
+    r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then /work/main/.tools/bin/minio)")
+    r.add_argument("--quick", action="store_true",
+                   help="16 and 64 MiB in memory, 256 MiB files, 1 repeat (unless --repeats)")
+    r.add_argument("--get-sizes", help="comma-separated in-memory GET sizes, e.g. 256MiB,1GiB")
+    r.add_argument("--file-size", help="download/upload size, e.g. 4GiB")
+    r.add_argument("--repeats", type=int, help="repeats of every case (default 3)")
+    r.add_argument("--clients", default=",".join(CLIENTS))
+    r.add_argument("--cases", default=",".join(CASES))
+    r.add_argument("--scratch", default="/work/scratch-compare",
+                   help="server data, source file and downloads (default /work/scratch-compare)")
+    r.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    r.add_argument("--command-line", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if not args.command_line:
+        args.command_line = shlex.join(["bench/compare.py", *sys.argv[1:]])
+    if "baseline" not in args.cases.split(","):
+        args.cases = "baseline," + args.cases
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

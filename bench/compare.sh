@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# brisk next to boto3, awscrt and obstore against one server, each client in its own process measured
+# from outside (/usr/bin/time -v). One command regenerates the "Clients" tables of BENCHMARKS.md:
+#
+#   bench/compare.sh                   brisk serve (fsync on), 256 MiB + 1 GiB in memory, 4 GiB files, 3 repeats
+#   bench/compare.sh --server minio    the same against MinIO (.tools/bin/minio or /work/main/.tools/bin/minio)
+#   bench/compare.sh --quick           16 + 64 MiB in memory, 256 MiB files, 1 repeat (a minute or two)
+#
+# Further options (bench/compare.py run --help): --repeats N, --get-sizes 256MiB,1GiB, --file-size 4GiB,
+# --clients brisk,boto3, --cases get,download,upload, --scratch DIR (default /work/scratch-compare:
+# server data, the source file and downloads; up to 5 times the file size at once), --out DIR.
+# Writes bench/results/compare-SERVER-DATE.{tsv,json,md}; `bench/compare.py table FILE.tsv` reprints
+# the tables from the raw rows.
+#
+# The Python clients are installed, at the pinned versions below, into .bench-venv/ (reused when the
+# versions match). Needs python3 with venv, cargo, /usr/bin/time.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+# Pinned so that reruns compare like with like; raise them deliberately, and rerun every table.
+pins=(boto3==1.44.5 awscrt==0.38.0 obstore==0.12.1)
+
+venv="$root/.bench-venv"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+installed="$("$venv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null || true)"
+for pin in "${pins[@]}"; do
+  if ! grep -qx "$pin" <<<"$installed"; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+    break
+  fi
+done
+
+cargo build --release --locked --quiet -p brisk-client --example get_bytes --example download --example upload
+cargo build --release --locked --quiet -p brisk-cli
+
+exec "$venv/bin/python" bench/compare.py run --command-line "bench/compare.sh${*:+ $*}" "$@"
