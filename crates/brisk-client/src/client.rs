@@ -290,6 +290,11 @@ impl Client {
             .await?;
         Counters::add(&self.inner.counters.requests_sent);
         let reused = conn.was_reused();
+        let usual_head_timeout = conn.conn().limits().head_timeout;
+        if spec.slow_answer {
+            let slow = usual_head_timeout.map(|t| t.max(crate::request::SLOW_ANSWER_TIMEOUT));
+            conn.conn().set_head_timeout(slow);
+        }
         let exchange = async {
             let (c, response_head) = conn.parts();
             if !expects_continue(spec.body.len()) {
@@ -313,6 +318,9 @@ impl Client {
             }
         }
         .await;
+        if spec.slow_answer {
+            conn.conn().set_head_timeout(usual_head_timeout);
+        }
         if let Err(e) = exchange {
             // Nothing of a response arrived on a reused connection: the server closed it while idle.
             let stale = reused

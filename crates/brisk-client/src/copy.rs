@@ -60,7 +60,8 @@ impl Client {
         check_key(dst_key)?;
         let source = format!("/{src_bucket}{}", encode_key_path(src_key));
         let mut spec = RequestSpec::new("PUT", Some(dst_bucket), Some(dst_key))
-            .header("x-amz-copy-source", source);
+            .header("x-amz-copy-source", source)
+            .slow_answer();
         match options.metadata_directive {
             MetadataDirective::Copy => {
                 if options.content_type.is_some() || !options.metadata.is_empty() {

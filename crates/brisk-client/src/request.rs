@@ -49,7 +49,18 @@ pub(crate) struct RequestSpec<'a> {
     /// When set, `body` is sent aws-chunked (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`) with this
     /// checksum computed while the chunks are written and sent as a trailer (see [`TrailingChecksum`]).
     pub(crate) trailer: Option<&'a TrailingChecksum>,
+    /// The server answers only after work proportional to the object (CompleteMultipartUpload,
+    /// CopyObject, UploadPartCopy): the response head may take up to [`SLOW_ANSWER_TIMEOUT`]
+    /// instead of the configured read timeout.
+    pub(crate) slow_answer: bool,
 }
+
+/// How long a response head may take for a request whose answer comes after the server has
+/// assembled or copied a whole object: 15 minutes. AWS documents that CompleteMultipartUpload "could
+/// take several minutes"; S3 keeps such connections busy with whitespace, other servers (MinIO, brisk
+/// serve) send nothing until they are done, and a 30 s read timeout then fails an upload whose parts
+/// all arrived.
+pub const SLOW_ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// Bytes per aws-chunked chunk: 1 MiB. Each chunk costs a size line and a CRLF (three writes of a
 /// few bytes besides the data, written from where it is), so 8 chunks per 8 MiB part; S3's only
@@ -104,7 +115,14 @@ impl<'a> RequestSpec<'a> {
             payload: PayloadHash::Sha256(EMPTY_SHA256_BYTES),
             body: &[],
             trailer: None,
+            slow_answer: false,
         }
+    }
+
+    /// Marks the request as one whose answer comes late (see [`RequestSpec::slow_answer`]).
+    pub(crate) fn slow_answer(mut self) -> Self {
+        self.slow_answer = true;
+        self
     }
 
     /// Sends `body` aws-chunked with `trailer`'s checksum as a trailer (`x-amz-trailer`), unsigned.

@@ -331,7 +331,8 @@ impl Client {
     ) -> Result<String> {
         let body = CompleteMultipartUpload { parts }.to_vec()?;
         let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
-            .header("content-type", "application/xml");
+            .header("content-type", "application/xml")
+            .slow_answer();
         push_query(&mut spec.query, "uploadId", upload_id);
         spec.payload = PayloadHash::of(&body);
         spec.body = &body;

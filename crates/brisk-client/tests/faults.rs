@@ -34,6 +34,8 @@ enum Action {
     RefuseBeforeBody { status: u16, body: Vec<u8> },
     /// A complete response, then the connection is closed.
     RespondAndClose { status: u16, body: Vec<u8> },
+    /// A complete `200` with `body`, sent only after `delay` (a server assembling an object).
+    RespondLate { delay: Duration, body: Vec<u8> },
 }
 
 /// What the client sent.
@@ -148,6 +150,14 @@ async fn serve_connection(
             Action::Silence => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
+            }
+            Action::RespondLate { delay, body } => {
+                tokio::time::sleep(delay).await;
+                let mut response = ResponseHead::with_status(200).unwrap();
+                response.headers_mut().set_content_length(body.len() as u64);
+                if conn.write_response(&response, &body).await.is_err() {
+                    return;
+                }
             }
             Action::RespondAndClose { status, body } => {
                 let mut response = ResponseHead::with_status(status).unwrap();
@@ -754,6 +764,60 @@ async fn a_failing_upload_stream_aborts_its_multipart_upload() {
         assert_eq!(methods.first(), Some(&"POST"));
         assert_eq!(methods.last(), Some(&"DELETE"));
         assert_eq!(seen.last().unwrap().target, "/bucket/key?uploadId=UP2");
+    })
+    .await;
+}
+
+/// CompleteMultipartUpload is answered once the server has assembled the object, which may take far
+/// longer than the read timeout: the upload still succeeds, while an ordinary request answered as
+/// late fails with the read timeout.
+#[tokio::test]
+async fn a_late_complete_answer_is_waited_for_but_a_late_get_is_not() {
+    bounded(async {
+        const LATE: Duration = Duration::from_millis(1500);
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            let target = head.target().to_owned();
+            match head.method() {
+                "POST" if target.ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => object(b"", "\"part\""),
+                "POST" => Action::RespondLate {
+                    delay: LATE,
+                    body: b"<CompleteMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><ETag>\"done-2\"</ETag></CompleteMultipartUploadResult>".to_vec(),
+                },
+                _ => Action::RespondLate {
+                    delay: LATE,
+                    body: b"late".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), Duration::from_millis(300));
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("f");
+        std::fs::write(&source, vec![7u8; 6 * 1024 * 1024]).unwrap();
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            ..brisk_client::TransferOptions::default()
+        };
+        let uploaded = c.upload("bucket", "key", &source, options).await.unwrap();
+        assert_eq!(uploaded.etag.as_deref(), Some("\"done-2\""));
+        assert_eq!(uploaded.parts, 2);
+        let err = c.get_bytes("bucket", "key").await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Http(brisk_wire::http::HttpError::HeadTimeout { .. })
+            ),
+            "{err:?}"
+        );
+        let seen = seen.lock().unwrap();
+        let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+        assert_eq!(methods, ["POST", "PUT", "PUT", "POST", "GET"]);
     })
     .await;
 }

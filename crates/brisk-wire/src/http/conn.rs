@@ -298,6 +298,13 @@ where
         &self.limits
     }
 
+    /// Changes how long a head may take to arrive, for the exchanges whose answer is known to come
+    /// late (an S3 CompleteMultipartUpload or CopyObject is answered only once the server has
+    /// assembled or copied the object). The caller sets it back for the next exchange.
+    pub fn set_head_timeout(&mut self, timeout: Option<Duration>) {
+        self.limits.head_timeout = timeout;
+    }
+
     /// The read buffer's current size.
     pub fn read_buffer_capacity(&self) -> usize {
         self.buf.len()
