@@ -63,7 +63,7 @@ pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;
-pub use transfer::{TransferOptions, UploadResult};
+pub use transfer::{TransferOptions, TransferProgress, UploadResult};
 
 /// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).
 pub use brisk_wire::sigv4::Credentials;

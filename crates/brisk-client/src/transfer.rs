@@ -59,8 +59,45 @@ pub const MIN_PART_SIZE: usize = 5 * 1024 * 1024;
 /// S3's most parts per upload.
 pub const MAX_PARTS: u64 = 10_000;
 
+/// Bytes that transfers have completed, shared with whoever shows progress (a bar, a log line).
+///
+/// Cloning shares the counter, so one counter given to many transfers adds them up (a recursive
+/// copy's aggregate bar). A part counts when it is done: acknowledged by the server for an upload,
+/// written to the file for a download. The count therefore moves in steps of one part (8 MiB by
+/// default), never counts bytes twice when a request is retried, and reading it costs one atomic
+/// load, so a progress bar can poll it as often as it redraws.
+#[derive(Debug, Clone, Default)]
+pub struct TransferProgress(Arc<AtomicU64>);
+
+impl TransferProgress {
+    /// A counter at 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes completed so far.
+    pub fn bytes(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` more bytes completed (the transfers call it; a caller may too, for work done
+    /// outside them, such as a server-side copy).
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Two progress values are equal when they share one counter.
+impl PartialEq for TransferProgress {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for TransferProgress {}
+
 /// How a transfer is cut and scheduled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransferOptions {
     /// Bytes per part (uploads: at least [`MIN_PART_SIZE`]); at most the pool's largest block,
     /// [`MAX_BLOCK_SIZE`] (8 MiB).
@@ -72,6 +109,8 @@ pub struct TransferOptions {
     /// The checksum sent with each upload part (and the algorithm the multipart upload is created
     /// with). CRC32C unless chosen otherwise.
     pub checksum: UploadChecksum,
+    /// Where completed bytes are counted, for progress reports (none by default).
+    pub progress: Option<TransferProgress>,
 }
 
 impl Default for TransferOptions {
@@ -81,11 +120,19 @@ impl Default for TransferOptions {
             parts_in_flight: DEFAULT_PARTS_IN_FLIGHT,
             payload_signing: PayloadSigning::Auto,
             checksum: UploadChecksum::Crc32c,
+            progress: None,
         }
     }
 }
 
 impl TransferOptions {
+    /// Counts `n` completed bytes on the progress counter, if there is one.
+    pub(crate) fn count(&self, n: u64) {
+        if let Some(progress) = &self.progress {
+            progress.add(n);
+        }
+    }
+
     fn check(&self, upload: bool) -> Result<()> {
         let min = if upload { MIN_PART_SIZE } else { 1 };
         if self.part_size < min || self.part_size > MAX_BLOCK_SIZE {
@@ -158,6 +205,7 @@ impl Client {
                     },
                 )
                 .await?;
+            options.count(size);
             return Ok(UploadResult {
                 etag: put.etag,
                 size,
@@ -176,7 +224,7 @@ impl Client {
             .create_multipart_upload(bucket, key, options.checksum)
             .await?;
         let uploaded = self
-            .upload_parts(bucket, key, &upload_id, &file, path, size, options)
+            .upload_parts(bucket, key, &upload_id, &file, path, size, &options)
             .await;
         let completed = match uploaded {
             Ok(parts) => {
@@ -208,7 +256,7 @@ impl Client {
         file: &Arc<std::fs::File>,
         path: &Path,
         size: u64,
-        options: TransferOptions,
+        options: &TransferOptions,
     ) -> Result<Vec<CompletedPart>> {
         let part_size = options.part_size as u64;
         let count = size.div_ceil(part_size);
@@ -221,6 +269,8 @@ impl Client {
                 let offset = next * part_size;
                 let len = part_size.min(size - offset) as usize;
                 let part_number = (next + 1) as u32;
+                let checksum = options.checksum;
+                let progress = options.progress.clone();
                 let (client, bucket, key, upload_id, file, path) = (
                     self.clone(),
                     bucket.to_owned(),
@@ -232,7 +282,7 @@ impl Client {
                 tasks.spawn(async move {
                     let block = client.buffer_pool().get(len).await?;
                     let block = read_part(&file, &path, offset, block, len).await?;
-                    client
+                    let part = client
                         .upload_part(
                             &bucket,
                             &key,
@@ -240,9 +290,13 @@ impl Client {
                             part_number,
                             &block[..len],
                             signed,
-                            options.checksum,
+                            checksum,
                         )
-                        .await
+                        .await?;
+                    if let Some(progress) = progress {
+                        progress.add(len as u64);
+                    }
+                    Ok(part)
                 });
                 next += 1;
             }
@@ -384,7 +438,7 @@ impl Client {
         let size = meta.content_length;
         let temp = temp_path(path);
         let result = self
-            .download_to(bucket, key, &etag, size, &temp, options)
+            .download_to(bucket, key, &etag, size, &temp, &options)
             .await
             .and_then(|()| {
                 std::fs::rename(&temp, path).map_err(|e| file_error(path, "renaming into", e))
@@ -402,7 +456,7 @@ impl Client {
         etag: &str,
         size: u64,
         temp: &Path,
-        options: TransferOptions,
+        options: &TransferOptions,
     ) -> Result<()> {
         let file = std::fs::File::create(temp).map_err(|e| file_error(temp, "creating", e))?;
         file.set_len(size)
@@ -456,6 +510,7 @@ impl Client {
                 });
             }
             write_part(&file, temp, offset, block, len).await?;
+            options.count(len as u64);
         }
         let file = Arc::clone(&file);
         tokio::task::spawn_blocking(move || file.sync_all())

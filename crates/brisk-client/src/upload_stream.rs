@@ -73,6 +73,7 @@ impl Client {
                     },
                 )
                 .await?;
+            options.count(len as u64);
             return Ok(UploadResult {
                 etag: put.etag,
                 size: len as u64,
@@ -83,7 +84,7 @@ impl Client {
             .create_multipart_upload(bucket, key, options.checksum)
             .await?;
         let sent = self
-            .send_stream_parts(bucket, key, &upload_id, reader, block, options)
+            .send_stream_parts(bucket, key, &upload_id, reader, block, &options)
             .await;
         let completed = match sent {
             Ok((parts, size)) => {
@@ -117,7 +118,7 @@ impl Client {
         upload_id: &str,
         reader: &mut R,
         first: PooledBlock,
-        options: TransferOptions,
+        options: &TransferOptions,
     ) -> Result<(Vec<CompletedPart>, u64)> {
         let signed = self.signs_payload(options.payload_signing);
         let mut done = Vec::new();
@@ -146,8 +147,10 @@ impl Client {
                     upload_id.to_owned(),
                 );
                 let number = part_number;
+                let checksum = options.checksum;
+                let progress = options.progress.clone();
                 tasks.spawn(async move {
-                    client
+                    let part = client
                         .upload_part(
                             &bucket,
                             &key,
@@ -155,9 +158,13 @@ impl Client {
                             number,
                             &block[..len],
                             signed,
-                            options.checksum,
+                            checksum,
                         )
-                        .await
+                        .await?;
+                    if let Some(progress) = progress {
+                        progress.add(len as u64);
+                    }
+                    Ok(part)
                 });
                 part_number += 1;
                 // A part shorter than its size was the last one.

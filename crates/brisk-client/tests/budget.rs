@@ -184,7 +184,7 @@ async fn transfers_within_one_budget(
     for i in 0..scale.sources {
         let mut source = Generated::new(object, i as u8);
         client
-            .upload_reader(&bucket, &format!("src{i}"), &mut source, options)
+            .upload_reader(&bucket, &format!("src{i}"), &mut source, options.clone())
             .await
             .unwrap();
     }
@@ -197,10 +197,11 @@ async fn transfers_within_one_budget(
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..TRANSFERS {
         let (c, b, path) = (client.clone(), bucket.clone(), dir.join(format!("dst{i}")));
+        let download_options = options.clone();
         tasks.spawn(async move {
             let source = i % scale.sources;
             let n = c
-                .download(&b, &format!("src{source}"), &path, options)
+                .download(&b, &format!("src{source}"), &path, download_options)
                 .await?;
             assert_eq!(n, object as u64);
             // The first download is checked byte for byte after the measurement.
@@ -210,10 +211,13 @@ async fn transfers_within_one_budget(
             Ok::<_, brisk_client::Error>(())
         });
         let (c, b) = (client.clone(), bucket.clone());
+        let upload_options = options.clone();
         tasks.spawn(async move {
             let key = format!("up{i}");
             let mut source = Generated::new(object, 100 + i as u8);
-            let r = c.upload_reader(&b, &key, &mut source, options).await?;
+            let r = c
+                .upload_reader(&b, &key, &mut source, upload_options)
+                .await?;
             assert_eq!(r.size, object as u64);
             if scale.delete_as_done {
                 c.delete(&b, &key).await?;

@@ -555,24 +555,29 @@ async fn streamed_reads_reassemble_the_object() {
 /// upload whose last part is the rest.
 #[tokio::test]
 async fn uploads_from_a_reader_of_unknown_length() {
-    use brisk_client::TransferOptions;
+    use brisk_client::{TransferOptions, TransferProgress};
     bounded(STEP, async {
         let c = client();
         let bucket = new_bucket(&c, "reader").await;
+        let sent = TransferProgress::new();
         let options = TransferOptions {
             part_size: 5 * 1024 * 1024,
             parts_in_flight: 2,
+            progress: Some(sent.clone()),
             ..TransferOptions::default()
         };
+        let mut total = 0u64;
         for (len, parts) in [(0usize, 1u32), (1_000, 1), (12 * 1024 * 1024 + 3, 3)] {
             let body = pattern(len, 11);
             let key = format!("r{len}");
             let mut reader = &body[..];
             let result = c
-                .upload_reader(&bucket, &key, &mut reader, options)
+                .upload_reader(&bucket, &key, &mut reader, options.clone())
                 .await
                 .unwrap();
             assert_eq!((result.size, result.parts), (len as u64, parts));
+            assert_eq!(sent.bytes(), total + len as u64, "counted once, as sent");
+            total += len as u64;
             assert!(c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..]);
         }
     })

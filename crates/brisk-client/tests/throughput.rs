@@ -109,7 +109,7 @@ async fn throughput_against_the_test_server() {
             for _ in 0..RUNS {
                 let target = dir.path().join("download");
                 let start = Instant::now();
-                c.download(&bucket, "big", &target, options).await.unwrap();
+                c.download(&bucket, "big", &target, options.clone()).await.unwrap();
                 times.push(start.elapsed());
             }
             println!(

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use brisk_client::{Error, TransferOptions};
+use brisk_client::{Error, TransferOptions, TransferProgress};
 use support::{bounded, builder, client, new_bucket, pattern};
 
 const MIB: usize = 1024 * 1024;
@@ -30,12 +30,15 @@ async fn multipart_upload_then_parallel_download() {
         let body = pattern(21 * MIB + 12_345, 11);
         std::fs::write(&source, &body).unwrap();
 
+        let sent = TransferProgress::new();
         let options = TransferOptions {
             part_size: 5 * MIB,
             parts_in_flight: 3,
+            progress: Some(sent.clone()),
             ..TransferOptions::default()
         };
         let uploaded = c.upload(&bucket, "big", &source, options).await.unwrap();
+        assert_eq!(sent.bytes(), body.len() as u64, "every part counted once");
         assert_eq!(uploaded.parts, 5);
         assert_eq!(uploaded.size, body.len() as u64);
         assert!(
@@ -45,13 +48,16 @@ async fn multipart_upload_then_parallel_download() {
         assert!(c.get_bytes(&bucket, "big").await.unwrap()[..] == body[..]);
 
         let target = dir.path().join("copy.bin");
+        let received = TransferProgress::new();
         let options = TransferOptions {
             part_size: 3 * MIB,
             parts_in_flight: 4,
+            progress: Some(received.clone()),
             ..TransferOptions::default()
         };
         let size = c.download(&bucket, "big", &target, options).await.unwrap();
         assert_eq!(size, body.len() as u64);
+        assert_eq!(received.bytes(), size, "every part counted once");
         assert!(std::fs::read(&target).unwrap() == body);
         // No temporary file is left beside the result.
         assert_eq!(entries(dir.path()), ["copy.bin", "source.bin"]);
@@ -67,11 +73,22 @@ async fn a_small_file_is_one_put() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("small");
         std::fs::write(&source, b"small file").unwrap();
+        // One counter shared by several transfers adds them up.
+        let shared = TransferProgress::new();
+        let counted = TransferOptions {
+            progress: Some(shared.clone()),
+            ..TransferOptions::default()
+        };
         let uploaded = c
-            .upload(&bucket, "s", &source, TransferOptions::default())
+            .upload(&bucket, "s", &source, counted.clone())
             .await
             .unwrap();
         assert_eq!((uploaded.parts, uploaded.size), (1, 10));
+        assert_eq!(shared.bytes(), 10);
+        c.download(&bucket, "s", &dir.path().join("s-copy"), counted)
+            .await
+            .unwrap();
+        assert_eq!(shared.bytes(), 20);
         assert_eq!(&c.get_bytes(&bucket, "s").await.unwrap()[..], b"small file");
 
         let empty = dir.path().join("empty");
@@ -107,7 +124,9 @@ async fn transfers_stay_within_the_memory_budget() {
             parts_in_flight: 6,
             ..TransferOptions::default()
         };
-        c.upload(&bucket, "k", &source, options).await.unwrap();
+        c.upload(&bucket, "k", &source, options.clone())
+            .await
+            .unwrap();
         let target = dir.path().join("target");
         c.download(&bucket, "k", &target, options).await.unwrap();
         assert!(std::fs::read(&target).unwrap() == body);
