@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brisk_client::{CopyOptions, ListOptions, ListPage};
+use brisk_client::{CopyOptions, ListOptions, ListPage, TransferProgress};
 use brisk_wire::xml::ObjectEntry;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -294,8 +294,9 @@ async fn next_page(
         .map_err(|e| CliError::s3(format!("list {url}"), e))
 }
 
-/// Makes the copies one after another (each moves its parts `--concurrency` at a time), reporting
-/// each; a failed copy is reported and the others still run.
+/// Makes the copies, up to `--concurrency` files at once (each moving its parts `--concurrency` at
+/// a time, all of them within the client's connection bound and memory budget), reporting each as
+/// it ends; a failed copy is reported and the others still run. One bar counts the bytes of all.
 async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), CliError> {
     if dryrun {
         for copy in &plan {
@@ -309,11 +310,27 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), Cli
     let total = plan.len();
     let single = total == 1;
     let mut failures = Vec::new();
-    for copy in plan {
+    let mut pending = plan.into_iter();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < ctx.concurrency {
+            let Some(copy) = pending.next() else {
+                break;
+            };
+            let (ctx, counter) = (ctx.clone(), progress.counter());
+            running.spawn(async move {
+                let result = copy_one(&ctx, &copy, &counter).await;
+                (copy, result)
+            });
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        let (copy, result) =
+            joined.map_err(|e| CliError::Usage(format!("copy task failed: {e}")))?;
         let (action, from, to, size) = copy.describe();
-        match copy_one(ctx, &copy).await {
+        match result {
             Ok(()) => {
-                progress.add(size);
                 if !ctx.quiet {
                     let line = if ctx.json {
                         json!({"action": action, "source": from, "destination": to, "size": size})
@@ -321,7 +338,7 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), Cli
                     } else {
                         format!("{action}: {from} to {to}")
                     };
-                    println!("{line}");
+                    progress.print_result(&line);
                 }
             }
             Err(e) if single => {
@@ -341,11 +358,14 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), Cli
     }
 }
 
-async fn copy_one(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
+/// Makes one copy; uploads and downloads count their parts on `counter` as they complete, a
+/// server-side copy its size when it is done.
+async fn copy_one(ctx: &Context, copy: &Copy, counter: &TransferProgress) -> Result<(), CliError> {
+    let options = || ctx.transfer_options(Some(counter.clone()));
     match copy {
         Copy::Upload(path, url, _) => ctx
             .client
-            .upload(&url.bucket, &url.key, path, ctx.transfer_options())
+            .upload(&url.bucket, &url.key, path, options())
             .await
             .map(|_| ())
             .map_err(|e| CliError::s3(format!("upload {} to {url}", path.display()), e)),
@@ -355,23 +375,25 @@ async fn copy_one(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
                     .map_err(|e| CliError::local(format!("create {}", parent.display()), e))?;
             }
             ctx.client
-                .download(&url.bucket, &url.key, path, ctx.transfer_options())
+                .download(&url.bucket, &url.key, path, options())
                 .await
                 .map(|_| ())
                 .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))
         }
-        Copy::ServerSide(from, to, _) => ctx
-            .client
-            .copy_object(
-                &from.bucket,
-                &from.key,
-                &to.bucket,
-                &to.key,
-                CopyOptions::default(),
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| CliError::s3(format!("copy {from} to {to}"), e)),
+        Copy::ServerSide(from, to, size) => {
+            ctx.client
+                .copy_object(
+                    &from.bucket,
+                    &from.key,
+                    &to.bucket,
+                    &to.key,
+                    CopyOptions::default(),
+                )
+                .await
+                .map_err(|e| CliError::s3(format!("copy {from} to {to}"), e))?;
+            counter.add(*size);
+            Ok(())
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! What every S3 command shares: the client built from the global options, and how to print
 //! results.
 
-use brisk_client::{Client, TransferOptions};
+use brisk_client::{Client, TransferOptions, TransferProgress};
 use brisk_mem::{BufferPool, MemoryBudget};
 
 use crate::args::GlobalArgs;
@@ -10,8 +10,8 @@ use crate::exit::CliError;
 /// The largest buffer a stream uses per range or part: the pool's largest block (8 MiB).
 pub const MAX_STREAM_PART: usize = brisk_mem::MAX_BLOCK_SIZE;
 
-/// The client, options and output settings of one command.
-#[derive(Debug)]
+/// The client, options and output settings of one command (cloning shares the client).
+#[derive(Debug, Clone)]
 pub struct Context {
     pub client: Client,
     pub json: bool,
@@ -56,11 +56,13 @@ impl Context {
         })
     }
 
-    /// The client's transfer options from `--part-size` and `--concurrency`.
-    pub fn transfer_options(&self) -> TransferOptions {
+    /// The client's transfer options from `--part-size` and `--concurrency`, counting completed
+    /// bytes on `progress`.
+    pub fn transfer_options(&self, progress: Option<TransferProgress>) -> TransferOptions {
         TransferOptions {
             part_size: self.part_size,
             parts_in_flight: self.concurrency,
+            progress,
             ..TransferOptions::default()
         }
     }

@@ -79,7 +79,12 @@ pub async fn stdin_to_object(ctx: &Context, url: &S3Url) -> Result<u64, CliError
     };
     let result = ctx
         .client
-        .upload_reader(&url.bucket, &url.key, &mut input, ctx.transfer_options())
+        .upload_reader(
+            &url.bucket,
+            &url.key,
+            &mut input,
+            ctx.transfer_options(None),
+        )
         .await;
     progress.finish();
     result

@@ -72,21 +72,21 @@ impl Run {
 }
 
 /// A `brisk` command line against one server, with credentials from the environment only.
-struct Brisk<'a> {
-    server: &'a ServeProcess,
+struct Brisk {
+    url: String,
     home: PathBuf,
 }
 
-impl<'a> Brisk<'a> {
-    fn new(server: &'a ServeProcess, home: &Path) -> Self {
+impl Brisk {
+    fn new(url: &str, home: &Path) -> Self {
         Self {
-            server,
+            url: url.to_owned(),
             home: home.to_owned(),
         }
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        self.command_at(&self.server.url, args)
+        self.command_at(&self.url, args)
     }
 
     /// A command against `endpoint` instead of the test's server.
@@ -220,10 +220,33 @@ fn setup() -> (tempfile::TempDir, ServeProcess) {
     (dir, server)
 }
 
-#[test]
-fn buckets_are_made_listed_and_removed() {
-    let (dir, server) = setup();
-    let brisk = Brisk::new(&server, dir.path());
+/// Runs a test body (`fn(&Brisk, &Path)`) as two tests: against `brisk serve`, and against MinIO, an
+/// S3 server nobody on this project wrote, so that every command is checked on an independent
+/// implementation of the protocol as well as on our own.
+macro_rules! on_both_servers {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn brisk_serve() {
+                let (dir, server) = super::setup();
+                super::$name(&super::Brisk::new(&server.url, dir.path()), dir.path());
+            }
+
+            #[test]
+            fn minio() {
+                let dir = tempfile::tempdir().unwrap();
+                let server = super::support::MinioProcess::start(
+                    &dir.path().join("minio-data"),
+                    super::ACCESS_KEY,
+                    super::SECRET_KEY,
+                );
+                super::$name(&super::Brisk::new(&server.url, dir.path()), dir.path());
+            }
+        }
+    };
+}
+
+fn buckets_are_made_listed_and_removed(brisk: &Brisk, _dir: &Path) {
     let made = brisk.run(&["mb", "s3://alpha"]).ok();
     assert_eq!(made.text(), "make_bucket: alpha\n");
     brisk.run(&["mb", "s3://beta", "--json"]).ok();
@@ -259,12 +282,11 @@ fn buckets_are_made_listed_and_removed() {
     assert_eq!(json[0]["name"], "beta");
 }
 
-#[test]
-fn files_copy_up_down_and_across_and_objects_list_and_delete() {
-    let (dir, server) = setup();
-    let brisk = Brisk::new(&server, dir.path());
+on_both_servers!(buckets_are_made_listed_and_removed);
+
+fn files_copy_up_down_and_across_and_objects_list_and_delete(brisk: &Brisk, dir: &Path) {
     brisk.run(&["mb", "s3://bkt"]).ok();
-    let local = dir.path().join("local.bin");
+    let local = dir.join("local.bin");
     let body = pattern(300_000, 1);
     std::fs::write(&local, &body).unwrap();
     let local_s = local.to_str().unwrap();
@@ -288,7 +310,7 @@ fn files_copy_up_down_and_across_and_objects_list_and_delete() {
     assert_eq!(across[0]["action"], "copy");
     assert_eq!(across[0]["size"], 300_000);
 
-    let back = dir.path().join("back.bin");
+    let back = dir.join("back.bin");
     brisk
         .run(&["cp", "s3://bkt/other/two.bin", back.to_str().unwrap()])
         .ok();
@@ -350,12 +372,11 @@ fn files_copy_up_down_and_across_and_objects_list_and_delete() {
     assert_eq!(left[0]["key"], "dir/local.bin");
 }
 
-#[test]
-fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing() {
-    let (dir, server) = setup();
-    let brisk = Brisk::new(&server, dir.path());
+on_both_servers!(files_copy_up_down_and_across_and_objects_list_and_delete);
+
+fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing(brisk: &Brisk, dir: &Path) {
     brisk.run(&["mb", "s3://bkt"]).ok();
-    let tree = dir.path().join("tree");
+    let tree = dir.join("tree");
     for (path, body) in [
         ("a.txt", "a"),
         ("b.log", "b"),
@@ -421,7 +442,7 @@ fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing() {
     );
 
     // Down again, with a filter on the way, then across buckets.
-    let down = dir.path().join("down");
+    let down = dir.join("down");
     brisk
         .run(&[
             "cp",
@@ -461,13 +482,12 @@ fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing() {
     );
 }
 
+on_both_servers!(recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing);
+
 /// 48 MiB through a 16 MiB budget, both ways, byte for byte, and the process never holds the
 /// object: its peak RSS stays below the object's size.
-#[test]
-fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget() {
+fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget(brisk: &Brisk, _dir: &Path) {
     const SIZE: usize = 48 << 20;
-    let (dir, server) = setup();
-    let brisk = Brisk::new(&server, dir.path());
     brisk.run(&["mb", "s3://bkt"]).ok();
     let body = pattern(SIZE + 12_345, 7);
     let budget = ["--max-memory", "16MiB"];
@@ -543,6 +563,8 @@ fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget() {
     assert_eq!(brisk.run(&["cat", "s3://bkt/empty"]).ok().stdout, b"");
 }
 
+on_both_servers!(stdin_and_stdout_stream_objects_larger_than_the_memory_budget);
+
 /// GETs `url` with a plain HTTP/1.1 request; returns the status and body.
 fn http_request(url: &str, method: &str, body: &[u8]) -> (u16, Vec<u8>) {
     let rest = url.strip_prefix("http://").unwrap();
@@ -564,10 +586,7 @@ fn http_request(url: &str, method: &str, body: &[u8]) -> (u16, Vec<u8>) {
     (status, out[split + 4..].to_vec())
 }
 
-#[test]
-fn presigned_urls_work_with_a_plain_http_client() {
-    let (dir, server) = setup();
-    let brisk = Brisk::new(&server, dir.path());
+fn presigned_urls_work_with_a_plain_http_client(brisk: &Brisk, _dir: &Path) {
     brisk.run(&["mb", "s3://bkt"]).ok();
     let put_url = brisk
         .run(&[
@@ -601,10 +620,12 @@ fn presigned_urls_work_with_a_plain_http_client() {
         .usage_error();
 }
 
+on_both_servers!(presigned_urls_work_with_a_plain_http_client);
+
 #[test]
 fn failures_are_readable_with_distinct_exit_codes() {
     let (dir, server) = setup();
-    let brisk = Brisk::new(&server, dir.path());
+    let brisk = Brisk::new(&server.url, dir.path());
     brisk.run(&["mb", "s3://bkt"]).ok();
 
     let no_bucket = brisk.run(&["ls", "s3://missing"]).failed_with(3);
@@ -695,7 +716,7 @@ fn completions_and_help_are_printed() {
 fn no_sign_request_works_with_an_anonymous_server_and_missing_credentials_are_an_auth_error() {
     let dir = tempfile::tempdir().unwrap();
     let server = ServeProcess::start(&dir.path().join("data"), &["--no-fsync", "--anonymous"]);
-    let brisk = Brisk::new(&server, dir.path());
+    let brisk = Brisk::new(&server.url, dir.path());
     let anonymous = |args: &[&str], stdin: Option<Vec<u8>>| {
         let mut cmd = brisk.command(&["--no-sign-request"]);
         cmd.args(args)

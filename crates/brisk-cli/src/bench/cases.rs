@@ -155,7 +155,7 @@ impl Target<'_> {
         }
         let stored = self
             .client
-            .upload_reader(self.bucket, key, &mut reader, self.options)
+            .upload_reader(self.bucket, key, &mut reader, self.options.clone())
             .await
             .map_err(s3_error(format!("store s3://{}/{key}", self.bucket)))?;
         check_count(&format!("store {key}"), stored.size, bytes)
@@ -222,7 +222,7 @@ impl Target<'_> {
             let probe = Probe::start(Process::Current).map_err(measurement_error)?;
             let received = self
                 .client
-                .download(self.bucket, key, file, self.options)
+                .download(self.bucket, key, file, self.options.clone())
                 .await
                 .map_err(s3_error(format!("download s3://{}/{key}", self.bucket)))?;
             let sample = probe.finish().map_err(measurement_error)?;
@@ -236,7 +236,7 @@ impl Target<'_> {
     pub async fn fetch(&self, key: &str, file: &Path) -> Result<(), BenchError> {
         remove_if_present(file)?;
         self.client
-            .download(self.bucket, key, file, self.options)
+            .download(self.bucket, key, file, self.options.clone())
             .await
             .map_err(s3_error(format!("download s3://{}/{key}", self.bucket)))?;
         Ok(())
@@ -268,7 +268,7 @@ impl Target<'_> {
             let probe = Probe::start(Process::Current).map_err(measurement_error)?;
             let sent = self
                 .client
-                .upload(self.bucket, key, file, self.options)
+                .upload(self.bucket, key, file, self.options.clone())
                 .await
                 .map_err(s3_error(format!("upload to s3://{}/{key}", self.bucket)))?;
             let sample = probe.finish().map_err(measurement_error)?;

@@ -218,7 +218,7 @@ async fn suite(
         bucket: &bucket,
         server_pid: server.as_ref().map(ServerProcess::pid),
         files: work.path(),
-        options,
+        options: options.clone(),
         repeat: plan.repeat,
     };
     let mut written = Written::default();

@@ -88,3 +88,84 @@ pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// A running MinIO (the independent S3 server the client's conformance suite also runs against),
+/// from `BRISK_MINIO` or `<workspace>/.tools/bin/minio` (`scripts/install-minio`, which the test
+/// command runs); killed and reaped when dropped.
+#[derive(Debug)]
+pub struct MinioProcess {
+    pub child: Child,
+    pub url: String,
+}
+
+impl MinioProcess {
+    /// Starts MinIO on a free loopback port with `root` as its data directory and the given root
+    /// user, and waits (at most 60 s) until it answers its health check.
+    pub fn start(root: &Path, access_key: &str, secret_key: &str) -> Self {
+        let binary = std::env::var_os("BRISK_MINIO")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/bin/minio")
+            });
+        assert!(
+            binary.is_file(),
+            "MinIO not found at {}: run scripts/install-minio (or set BRISK_MINIO)",
+            binary.display()
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new(&binary)
+            .args(["server", "--quiet", "--address"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["--console-address", "127.0.0.1:0"])
+            .arg(root)
+            .env("MINIO_ROOT_USER", access_key)
+            .env("MINIO_ROOT_PASSWORD", secret_key)
+            .env("MINIO_SITE_REGION", "us-east-1")
+            .env("MINIO_BROWSER", "off")
+            .env("MINIO_UPDATE", "off")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("minio starts");
+        let guard = Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
+        let start = Instant::now();
+        while !healthy(port) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "MinIO did not answer on port {port} within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        guard
+    }
+}
+
+impl Drop for MinioProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// MinIO's liveness check answers 200.
+fn healthy(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let request = format!(
+        "GET /minio/health/live HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    );
+    let mut head = [0u8; 12];
+    s.write_all(request.as_bytes()).is_ok()
+        && s.read_exact(&mut head).is_ok()
+        && head.starts_with(b"HTTP/1.1 200")
+}
