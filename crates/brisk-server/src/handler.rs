@@ -18,8 +18,8 @@ use crate::body::{self, BodyDigests, BodyOutcome, MAX_PUT_SIZE};
 use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
-    Precondition, RangeRequest, attributes_from, check_preconditions, parse_copy_source,
-    store_algorithm, write_checksum_fields, write_object_fields,
+    Precondition, RangeRequest, attributes_from, check_preconditions, copy_source_refused,
+    parse_copy_source, store_algorithm, write_checksum_fields, write_object_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -508,12 +508,13 @@ async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
     }
     let attributes = replace.then(|| attributes_from(r.head)).transpose()?;
     let info = blocking(|| {
-        r.shared.store.copy_object(
+        r.shared.store.copy_object_if(
             &source_bucket,
             &source_key,
             &r.route.bucket,
             &r.route.key,
             attributes,
+            |source| copy_source_refused(h, source),
         )
     })?;
     let doc = CopyObjectResult {
@@ -668,6 +669,9 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
         parse_copy_source(h.get_str("x-amz-copy-source").unwrap_or_default())?;
     let store = &r.shared.store;
     let (info, mut source) = blocking(|| store.open_object(&source_bucket, &source_key))?;
+    if let Some(condition) = copy_source_refused(h, &info) {
+        return Err(StoreError::PreconditionFailed { condition }.into());
+    }
     let span = match h.get_str("x-amz-copy-source-range") {
         Some(v) => match RangeRequest::parse(v) {
             Some(RangeRequest::From {

@@ -250,6 +250,38 @@ pub fn check_preconditions(h: &Headers, info: &ObjectInfo) -> Result<Preconditio
     Ok(Precondition::Proceed)
 }
 
+/// Evaluates the copy-source conditions of CopyObject and UploadPartCopy
+/// (`x-amz-copy-source-if-match`, `-if-none-match`, `-if-unmodified-since`, `-if-modified-since`)
+/// against the source; returns the header of the first that fails. S3 answers every failure with
+/// 412 `PreconditionFailed` (a copy has no 304), and, as for GET, an `if-match` that holds
+/// overrides `if-unmodified-since`, an `if-none-match` that holds overrides `if-modified-since`.
+pub fn copy_source_refused(h: &Headers, info: &ObjectInfo) -> Option<&'static str> {
+    let modified = seconds(info.last_modified);
+    if let Some(list) = h.get_str("x-amz-copy-source-if-match") {
+        if !etag_matches(list, &info.etag) {
+            return Some("x-amz-copy-source-If-Match");
+        }
+    } else if let Some(since) = h
+        .get_str("x-amz-copy-source-if-unmodified-since")
+        .and_then(parse_http_date)
+        && modified > seconds(since)
+    {
+        return Some("x-amz-copy-source-If-Unmodified-Since");
+    }
+    if let Some(list) = h.get_str("x-amz-copy-source-if-none-match") {
+        if etag_matches(list, &info.etag) {
+            return Some("x-amz-copy-source-If-None-Match");
+        }
+    } else if let Some(since) = h
+        .get_str("x-amz-copy-source-if-modified-since")
+        .and_then(parse_http_date)
+        && modified <= seconds(since)
+    {
+        return Some("x-amz-copy-source-If-Modified-Since");
+    }
+    None
+}
+
 /// Parses `x-amz-copy-source` (`bucket/key` or `/bucket/key`, percent-encoded, optionally with
 /// `?versionId=`) into bucket and key.
 pub fn parse_copy_source(value: &str) -> Result<(String, String), S3Error> {

@@ -379,6 +379,21 @@ impl Store {
         key: &str,
         attributes: Option<ObjectAttributes>,
     ) -> Result<ObjectInfo> {
+        self.copy_object_if(source_bucket, source_key, bucket, key, attributes, |_| None)
+    }
+
+    /// [`Store::copy_object`] when `refused` (the copy-source conditions) passes the source as
+    /// read in the copy's own transaction, so the condition and the copy see one version; a
+    /// condition that fails (`Some(name)`) is [`StoreError::PreconditionFailed`].
+    pub fn copy_object_if(
+        &self,
+        source_bucket: &str,
+        source_key: &str,
+        bucket: &str,
+        key: &str,
+        attributes: Option<ObjectAttributes>,
+        refused: impl FnOnce(&ObjectInfo) -> Option<&'static str>,
+    ) -> Result<ObjectInfo> {
         names::validate_key(source_key)?;
         names::validate_key(key)?;
         let txn = self.inner.begin_write()?;
@@ -393,6 +408,9 @@ impl Store {
                 }
             }
         };
+        if let Some(condition) = refused(&source) {
+            return Err(StoreError::PreconditionFailed { condition });
+        }
         self.inner.require_bucket_in(&txn, bucket)?;
         let info = ObjectInfo {
             key: key.to_owned(),
