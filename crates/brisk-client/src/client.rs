@@ -88,6 +88,9 @@ pub struct ObjectMeta {
     pub content_type: Option<String>,
     /// `x-amz-checksum-crc32c`, when the object was stored with one (and the server returns it).
     pub checksum_crc32c: Option<String>,
+    /// User metadata (`x-amz-meta-<name>` headers) as (name without the prefix, lower-case; value),
+    /// in the order the server sent them.
+    pub metadata: Vec<(String, String)>,
 }
 
 /// How a PUT's payload is protected.
@@ -382,6 +385,16 @@ impl Client {
                 .and_then(|v| httpdate::parse_http_date(v).ok()),
             content_type: response.header("content-type").map(str::to_owned),
             checksum_crc32c: response.header("x-amz-checksum-crc32c").map(str::to_owned),
+            metadata: response
+                .head()
+                .headers()
+                .iter()
+                .filter_map(|(name, value)| {
+                    let lower = name.to_ascii_lowercase();
+                    let meta = lower.strip_prefix("x-amz-meta-")?;
+                    Some((meta.to_owned(), String::from_utf8_lossy(value).into_owned()))
+                })
+                .collect(),
         };
         response.release();
         Ok(meta)

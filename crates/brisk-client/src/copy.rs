@@ -1,15 +1,37 @@
-//! CopyObject: one object copied to another key by the server, no payload through the client.
+//! Server-side copies: one object copied to another key by the server, no payload through the
+//! client. Up to 5 GiB one CopyObject; above, a multipart upload whose parts are UploadPartCopy
+//! requests for ranges of the source (S3 refuses a CopyObject of more than 5 GiB).
 
 use brisk_wire::sigv4::encode_key_path;
-use brisk_wire::xml::{CopyObjectResult, ErrorDocument, XmlDocument};
+use brisk_wire::xml::{
+    CompletedPart, CopyObjectResult, CopyPartResult, ErrorDocument, InitiateMultipartUploadResult,
+    XmlDocument,
+};
 use time::OffsetDateTime;
+use tokio::task::JoinSet;
 
 use crate::client::{Client, read_small_body};
 use crate::error::{Error, Result, ServiceError};
-use crate::request::{RequestSpec, check_bucket, check_key};
+use crate::request::{RequestSpec, check_bucket, check_key, push_query};
+use crate::transfer::{MAX_PARTS, MIN_PART_SIZE};
 
 /// S3's limit on user metadata: 2 KB, names and values together (as UTF-8 bytes).
 pub const MAX_USER_METADATA: usize = 2 * 1024;
+
+/// S3's largest CopyObject: 5 GiB. Larger sources are copied in parts.
+pub const MAX_COPY_OBJECT_SIZE: u64 = 5 * 1024 * 1024 * 1024;
+
+/// Part size of a multipart copy: 256 MiB. The bytes never pass through the client, so a part
+/// costs it one request, not memory; 256 MiB keeps a 5 TiB copy near S3's 10,000 parts (the size
+/// grows past that) and a 6 GiB one at 24 parts that [`DEFAULT_COPY_PARTS_IN_FLIGHT`] spread over
+/// the server.
+pub const DEFAULT_COPY_PART_SIZE: u64 = 256 * 1024 * 1024;
+
+/// UploadPartCopy requests in flight at once: 8 (each is a server-side copy of one part).
+pub const DEFAULT_COPY_PARTS_IN_FLIGHT: usize = 8;
+
+/// S3's largest part: 5 GiB.
+const MAX_PART_SIZE: u64 = 5 * 1024 * 1024 * 1024;
 
 /// What the copy's metadata is (`x-amz-metadata-directive`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -22,7 +44,7 @@ pub enum MetadataDirective {
 }
 
 /// Options of [`Client::copy_object`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CopyOptions {
     /// Keep the source's metadata or replace it.
     pub metadata_directive: MetadataDirective,
@@ -31,6 +53,104 @@ pub struct CopyOptions {
     /// User metadata of the copy, sent as `x-amz-meta-<name>` ([`MetadataDirective::Replace`]
     /// only). Names are ASCII header tokens, stored lower-case; at most [`MAX_USER_METADATA`] bytes.
     pub metadata: Vec<(String, String)>,
+    /// Sources larger than this are copied in parts ([`MAX_COPY_OBJECT_SIZE`] by default, the
+    /// most S3 copies in one request; at most that).
+    pub multipart_threshold: u64,
+    /// Bytes per part of a multipart copy (grown to stay within 10,000 parts); at least 5 MiB.
+    pub part_size: u64,
+    /// UploadPartCopy requests in flight (at least 1).
+    pub parts_in_flight: usize,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        Self {
+            metadata_directive: MetadataDirective::Copy,
+            content_type: None,
+            metadata: Vec::new(),
+            multipart_threshold: MAX_COPY_OBJECT_SIZE,
+            part_size: DEFAULT_COPY_PART_SIZE,
+            parts_in_flight: DEFAULT_COPY_PARTS_IN_FLIGHT,
+        }
+    }
+}
+
+impl CopyOptions {
+    /// The metadata headers of the copy's request (CopyObject), or of its CreateMultipartUpload
+    /// when `source` (the source's own, read with HEAD) is given for a multipart copy that keeps it.
+    fn metadata_headers<'a>(
+        &self,
+        mut spec: RequestSpec<'a>,
+        source: Option<&crate::ObjectMeta>,
+    ) -> Result<RequestSpec<'a>> {
+        let (content_type, metadata) = match self.metadata_directive {
+            MetadataDirective::Copy => {
+                match source {
+                    // One CopyObject: the server copies the metadata itself.
+                    None => return Ok(spec.header("x-amz-metadata-directive", "COPY")),
+                    Some(meta) => (meta.content_type.as_ref(), &meta.metadata),
+                }
+            }
+            MetadataDirective::Replace => {
+                if source.is_none() {
+                    spec = spec.header("x-amz-metadata-directive", "REPLACE");
+                }
+                (self.content_type.as_ref(), &self.metadata)
+            }
+        };
+        if let Some(ct) = content_type {
+            check_header_value("content type", ct)?;
+            spec = spec.header("content-type", ct.clone());
+        }
+        check_metadata(metadata)?;
+        for (name, value) in metadata {
+            spec = spec.header_named(
+                format!("x-amz-meta-{}", name.to_ascii_lowercase()),
+                value.clone(),
+            );
+        }
+        Ok(spec)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.metadata_directive == MetadataDirective::Copy
+            && (self.content_type.is_some() || !self.metadata.is_empty())
+        {
+            return Err(Error::InvalidArgument {
+                what: "a content type or user metadata for a copy needs MetadataDirective::Replace (COPY keeps the source's)".to_owned(),
+            });
+        }
+        if self.multipart_threshold > MAX_COPY_OBJECT_SIZE {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "multipart threshold {} is above S3's {MAX_COPY_OBJECT_SIZE}-byte CopyObject limit",
+                    self.multipart_threshold
+                ),
+            });
+        }
+        if self.part_size < MIN_PART_SIZE as u64 || self.part_size > MAX_PART_SIZE {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "copy part size {} is outside {MIN_PART_SIZE}..={MAX_PART_SIZE} bytes",
+                    self.part_size
+                ),
+            });
+        }
+        if self.parts_in_flight == 0 {
+            return Err(Error::InvalidArgument {
+                what: "parts_in_flight must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The part size of a multipart copy of `size` bytes: `wanted`, grown (in whole MiB) until the
+/// copy fits in [`MAX_PARTS`] parts.
+pub fn copy_part_size(size: u64, wanted: u64) -> u64 {
+    const MIB: u64 = 1024 * 1024;
+    let least = size.div_ceil(MAX_PARTS).div_ceil(MIB) * MIB;
+    wanted.max(least)
 }
 
 /// What CopyObject returned.
@@ -43,9 +163,12 @@ pub struct CopyResult {
 }
 
 impl Client {
-    /// Copies `src_bucket`/`src_key` to `dst_bucket`/`dst_key` on the server (CopyObject): no
-    /// bytes of the object pass through this process. S3 copies objects up to 5 GiB this way;
-    /// larger ones need a multipart copy.
+    /// Copies `src_bucket`/`src_key` to `dst_bucket`/`dst_key` on the server: no bytes of the
+    /// object pass through this process. A source above [`CopyOptions::multipart_threshold`]
+    /// (5 GiB, S3's CopyObject limit) is copied as a multipart upload of UploadPartCopy ranges,
+    /// every part pinned to the source's ETag (`x-amz-copy-source-if-match`) so the copy is of one
+    /// version, with the source's content type and user metadata carried over (or replaced); a
+    /// failed multipart copy is aborted.
     pub async fn copy_object(
         &self,
         src_bucket: &str,
@@ -58,45 +181,160 @@ impl Client {
         check_key(src_key)?;
         check_bucket(dst_bucket)?;
         check_key(dst_key)?;
-        let source = format!("/{src_bucket}{}", encode_key_path(src_key));
-        let mut spec = RequestSpec::new("PUT", Some(dst_bucket), Some(dst_key))
+        options.check()?;
+        // The source's size decides between one request and parts (a HEAD, as the AWS CLI makes;
+        // a CopyObject over 5 GiB would only fail after the round trip).
+        let meta = self.head(src_bucket, src_key).await?;
+        if meta.content_length > options.multipart_threshold {
+            return self
+                .copy_in_parts(src_bucket, src_key, dst_bucket, dst_key, &options, meta)
+                .await;
+        }
+        let source = copy_source(src_bucket, src_key);
+        let spec = RequestSpec::new("PUT", Some(dst_bucket), Some(dst_key))
             .header("x-amz-copy-source", source)
             .slow_answer();
-        match options.metadata_directive {
-            MetadataDirective::Copy => {
-                if options.content_type.is_some() || !options.metadata.is_empty() {
-                    return Err(Error::InvalidArgument {
-                        what: "a content type or user metadata for a copy needs MetadataDirective::Replace (COPY keeps the source's)".to_owned(),
-                    });
-                }
-                spec = spec.header("x-amz-metadata-directive", "COPY");
-            }
-            MetadataDirective::Replace => {
-                spec = spec.header("x-amz-metadata-directive", "REPLACE");
-                if let Some(ct) = &options.content_type {
-                    check_header_value("content type", ct)?;
-                    spec = spec.header("content-type", ct.clone());
-                }
-                check_metadata(&options.metadata)?;
-                for (name, value) in &options.metadata {
-                    spec = spec.header_named(
-                        format!("x-amz-meta-{}", name.to_ascii_lowercase()),
-                        value.clone(),
-                    );
-                }
-            }
-        }
+        let spec = options.metadata_headers(spec, None)?;
         let mut response = self.send(&spec).await?;
         let xml = read_small_body(&mut response).await?;
         response.release();
-        match CopyObjectResult::parse(&xml) {
-            Ok(result) => Ok(CopyResult {
-                etag: result.etag,
-                last_modified: result.last_modified,
-            }),
-            // S3 answers 200 with an Error document when a copy fails after the response began:
-            // a server-side failure, reported as the 500 it stands for.
-            Err(parse) => match ErrorDocument::parse(&xml) {
+        let result = self.copy_answer::<CopyObjectResult>(&xml)?;
+        Ok(CopyResult {
+            etag: result.etag,
+            last_modified: result.last_modified,
+        })
+    }
+
+    /// The multipart copy of a source of `meta.content_length` bytes.
+    async fn copy_in_parts(
+        &self,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+        options: &CopyOptions,
+        meta: crate::ObjectMeta,
+    ) -> Result<CopyResult> {
+        let etag = meta.etag.clone().ok_or_else(|| Error::UnexpectedResponse {
+            what: "HEAD answered without an ETag; a multipart copy can not be pinned".into(),
+        })?;
+        let size = meta.content_length;
+        let part_size = copy_part_size(size, options.part_size);
+        let mut create = RequestSpec::new("POST", Some(dst_bucket), Some(dst_key));
+        create.query = "uploads=".into();
+        let create = options.metadata_headers(create, Some(&meta))?;
+        let mut response = self.send(&create).await?;
+        let xml = read_small_body(&mut response).await?;
+        response.release();
+        let upload_id = InitiateMultipartUploadResult::parse(&xml)?.upload_id;
+
+        let source = copy_source(src_bucket, src_key);
+        let copied = self
+            .copy_parts(
+                dst_bucket, dst_key, &upload_id, &source, &etag, size, part_size, options,
+            )
+            .await;
+        let completed = match copied {
+            Ok(parts) => {
+                self.complete_multipart_upload(dst_bucket, dst_key, &upload_id, parts)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match completed {
+            Ok(etag) => {
+                let last_modified = self
+                    .head(dst_bucket, dst_key)
+                    .await
+                    .ok()
+                    .and_then(|m| m.last_modified)
+                    .map(OffsetDateTime::from)
+                    .unwrap_or_else(OffsetDateTime::now_utc);
+                Ok(CopyResult {
+                    etag,
+                    last_modified,
+                })
+            }
+            Err(e) => {
+                // Best effort: the copy's failure is what the caller needs to see.
+                let _ = self
+                    .abort_multipart_upload(dst_bucket, dst_key, &upload_id)
+                    .await;
+                Err(e)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn copy_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        source: &str,
+        etag: &str,
+        size: u64,
+        part_size: u64,
+        options: &CopyOptions,
+    ) -> Result<Vec<CompletedPart>> {
+        let count = size.div_ceil(part_size);
+        let mut done = Vec::with_capacity(count as usize);
+        let mut tasks: JoinSet<Result<CompletedPart>> = JoinSet::new();
+        let mut next = 0u64;
+        while next < count || !tasks.is_empty() {
+            while next < count && tasks.len() < options.parts_in_flight {
+                let first = next * part_size;
+                let last = (first + part_size).min(size) - 1;
+                let part_number = (next + 1) as u32;
+                let (client, bucket, key, upload_id, source, etag) = (
+                    self.clone(),
+                    bucket.to_owned(),
+                    key.to_owned(),
+                    upload_id.to_owned(),
+                    source.to_owned(),
+                    etag.to_owned(),
+                );
+                tasks.spawn(async move {
+                    let mut spec = RequestSpec::new("PUT", Some(&bucket), Some(&key))
+                        .header("x-amz-copy-source", source)
+                        .header("x-amz-copy-source-range", format!("bytes={first}-{last}"))
+                        .header("x-amz-copy-source-if-match", etag)
+                        .slow_answer();
+                    push_query(&mut spec.query, "partNumber", &part_number.to_string());
+                    push_query(&mut spec.query, "uploadId", &upload_id);
+                    let mut response = client.send(&spec).await?;
+                    let xml = read_small_body(&mut response).await?;
+                    response.release();
+                    let result = client.copy_answer::<CopyPartResult>(&xml)?;
+                    Ok(CompletedPart {
+                        part_number,
+                        etag: result.etag,
+                        ..CompletedPart::default()
+                    })
+                });
+                next += 1;
+            }
+            match tasks.join_next().await {
+                Some(Ok(Ok(part))) => done.push(part),
+                Some(Ok(Err(e))) => return Err(e),
+                Some(Err(join)) => {
+                    return Err(Error::UnexpectedResponse {
+                        what: format!("copy task failed: {join}"),
+                    });
+                }
+                None => {}
+            }
+        }
+        done.sort_by_key(|p| p.part_number);
+        Ok(done)
+    }
+
+    /// A copy's answer: its result document, or the Error document S3 sends with a 200 when a copy
+    /// fails after the response began (a server-side failure, reported as the 500 it stands for).
+    fn copy_answer<T: XmlDocument>(&self, xml: &[u8]) -> Result<T> {
+        match T::parse(xml) {
+            Ok(result) => Ok(result),
+            Err(parse) => match ErrorDocument::parse(xml) {
                 Ok(document) => Err(Error::from_service(ServiceError::new(
                     500,
                     Some(document),
@@ -107,6 +345,11 @@ impl Client {
             },
         }
     }
+}
+
+/// `x-amz-copy-source`: `/bucket/key`, the key percent-encoded as in a path.
+fn copy_source(bucket: &str, key: &str) -> String {
+    format!("/{bucket}{}", encode_key_path(key))
 }
 
 /// Names must be header tokens (RFC 9110) and values free of control characters, or the request
@@ -150,6 +393,17 @@ fn check_header_value(what: &str, value: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_parts_stay_within_s3s_part_count() {
+        const MIB: u64 = 1024 * 1024;
+        assert_eq!(copy_part_size(6 << 30, DEFAULT_COPY_PART_SIZE), 256 * MIB);
+        let five_tib = 5u64 << 40;
+        let part = copy_part_size(five_tib, DEFAULT_COPY_PART_SIZE);
+        assert!(five_tib.div_ceil(part) <= MAX_PARTS, "{part}");
+        assert_eq!(part % MIB, 0);
+        assert!(part <= MAX_PART_SIZE);
+    }
 
     #[test]
     fn metadata_is_checked() {

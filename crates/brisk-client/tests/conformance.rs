@@ -653,6 +653,7 @@ async fn copy_object_keeps_or_replaces_metadata() {
                     metadata_directive: MetadataDirective::Replace,
                     content_type: Some("application/x-replaced".into()),
                     metadata: vec![("Colour".into(), "blue".into())],
+                    ..CopyOptions::default()
                 },
             )
             .await
@@ -688,6 +689,80 @@ async fn copy_object_keeps_or_replaces_metadata() {
             .await
             .unwrap_err();
         assert!(matches!(missing, Error::NoSuchKey(_)), "{missing:?}");
+
+        // Above the threshold (5 GiB by default, 5 MiB here) the copy is made of UploadPartCopy
+        // ranges, and the source's content type and user metadata come along.
+        let in_parts = CopyOptions {
+            multipart_threshold: 5 * 1024 * 1024,
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 2,
+            ..CopyOptions::default()
+        };
+        let large = pattern(12 * 1024 * 1024 + 7, 23);
+        c.put_with(
+            &src_bucket,
+            "large",
+            &large,
+            &brisk_client::PutOptions {
+                content_type: Some("application/x-large".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        c.copy_object(
+            &src_bucket,
+            "large",
+            &src_bucket,
+            "large-with-meta",
+            CopyOptions {
+                metadata_directive: MetadataDirective::Replace,
+                content_type: Some("application/x-large".into()),
+                metadata: vec![("origin".into(), "conformance".into())],
+                ..CopyOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        let copied = c
+            .copy_object(
+                &src_bucket,
+                "large-with-meta",
+                &dst_bucket,
+                "large copy",
+                in_parts.clone(),
+            )
+            .await
+            .unwrap();
+        assert!(copied.etag.ends_with("-3\""), "three parts: {copied:?}");
+        let meta = c.head(&dst_bucket, "large copy").await.unwrap();
+        assert_eq!(meta.etag.as_deref(), Some(copied.etag.as_str()));
+        assert_eq!(meta.content_length, large.len() as u64);
+        assert_eq!(meta.content_type.as_deref(), Some("application/x-large"));
+        assert_eq!(
+            meta.metadata,
+            [("origin".to_owned(), "conformance".to_owned())]
+        );
+        assert!(c.get_bytes(&dst_bucket, "large copy").await.unwrap()[..] == large[..]);
+        // Replacing the metadata works in parts too.
+        c.copy_object(
+            &src_bucket,
+            "large",
+            &dst_bucket,
+            "large replaced",
+            CopyOptions {
+                metadata_directive: MetadataDirective::Replace,
+                content_type: Some("text/x-new".into()),
+                metadata: vec![("k".into(), "v".into())],
+                ..in_parts.clone()
+            },
+        )
+        .await
+        .unwrap();
+        let meta = c.head(&dst_bucket, "large replaced").await.unwrap();
+        assert_eq!(meta.content_type.as_deref(), Some("text/x-new"));
+        assert_eq!(meta.metadata, [("k".to_owned(), "v".to_owned())]);
+        assert!(c.get_bytes(&dst_bucket, "large replaced").await.unwrap()[..] == large[..]);
     })
     .await;
 }
