@@ -3,6 +3,7 @@ AWS CLI v1 for a few commands. Run by tests/boto3.rs with: endpoint access_key s
 Any failed check raises, and the exit status is non-zero."""
 
 import base64
+import datetime
 import hashlib
 import os
 import subprocess
@@ -152,6 +153,16 @@ s3.copy_object(Bucket="e2e-other", Key="replaced", CopySource={"Bucket": "e2e-bu
                MetadataDirective="REPLACE", Metadata={"new": "1"}, ContentType="text/x-new")
 c = s3.head_object(Bucket="e2e-other", Key="replaced")
 check(c["Metadata"] == {"new": "1"} and c["ContentType"] == "text/x-new", "CopyObject REPLACE")
+src_etag = s3.head_object(Bucket="e2e-bucket", Key=key)["ETag"]
+src = {"Bucket": "e2e-bucket", "Key": key}
+s3.copy_object(Bucket="e2e-other", Key="if-match", CopySource=src, CopySourceIfMatch=src_etag)
+check(s3.get_object(Bucket="e2e-other", Key="if-match")["Body"].read() == body, "CopyObject with a holding copy-source If-Match")
+check(error_code(s3.copy_object, Bucket="e2e-other", Key="refused", CopySource=src, CopySourceIfMatch='"0123"')[0] == "PreconditionFailed", "copy-source If-Match → 412")
+check(error_code(s3.copy_object, Bucket="e2e-other", Key="refused", CopySource=src, CopySourceIfNoneMatch=src_etag)[0] == "PreconditionFailed", "copy-source If-None-Match → 412 (a copy has no 304)")
+past = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+check(error_code(s3.copy_object, Bucket="e2e-other", Key="refused", CopySource=src, CopySourceIfUnmodifiedSince=past)[0] == "PreconditionFailed", "copy-source If-Unmodified-Since → 412")
+s3.copy_object(Bucket="e2e-other", Key="modified-since", CopySource=src, CopySourceIfModifiedSince=past)
+check(error_code(s3.head_object, Bucket="e2e-other", Key="refused")[0] in ("404", "NoSuchKey"), "a refused copy writes nothing")
 
 # Listing v2 and v1: prefix, delimiter, paging, start-after, encoding
 for i in range(25):
@@ -186,6 +197,9 @@ uid = mp["UploadId"]
 e1 = s3.upload_part(Bucket="e2e-bucket", Key="big", UploadId=uid, PartNumber=1, Body=part1)["ETag"]
 e2 = s3.upload_part_copy(Bucket="e2e-bucket", Key="big", UploadId=uid, PartNumber=2,
                          CopySource={"Bucket": "e2e-bucket", "Key": key}, CopySourceRange="bytes=0-1233")["CopyPartResult"]["ETag"]
+check(error_code(s3.upload_part_copy, Bucket="e2e-bucket", Key="big", UploadId=uid, PartNumber=3,
+                 CopySource={"Bucket": "e2e-bucket", "Key": key}, CopySourceIfNoneMatch=src_etag)[0] == "PreconditionFailed",
+      "UploadPartCopy copy-source If-None-Match → 412")
 parts = s3.list_parts(Bucket="e2e-bucket", Key="big", UploadId=uid)["Parts"]
 check([(p["PartNumber"], p["Size"]) for p in parts] == [(1, 5 << 20), (2, 1234)], "ListParts")
 ups = s3.list_multipart_uploads(Bucket="e2e-bucket")["Uploads"]
