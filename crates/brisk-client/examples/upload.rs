@@ -1,6 +1,10 @@
 //! Uploads one file: a single PUT if it fits in one part, else a multipart upload from pooled blocks.
 //!
 //! `cargo run --release -p brisk-client --example upload -- --endpoint-url http://127.0.0.1:9000 --bucket b --key k --file in.bin`
+//!
+//! `--payload signed|unsigned` chooses how parts are protected (default: the client's `Auto`, signed
+//! over plain HTTP, unsigned with a checksum over TLS); unsigned parts go aws-chunked with the
+//! CRC32C checksum as a trailer.
 
 #[path = "support/args.rs"]
 mod args;
@@ -8,7 +12,7 @@ mod args;
 use std::path::Path;
 use std::time::Instant;
 
-use brisk_client::TransferOptions;
+use brisk_client::{PayloadSigning, TransferOptions};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -19,7 +23,19 @@ async fn main() {
 }
 
 async fn run() -> Result<(), brisk_client::Error> {
-    let args = args::Args::parse("upload --endpoint-url URL --bucket NAME --key KEY --file PATH");
+    let args = args::Args::parse(
+        "upload --endpoint-url URL --bucket NAME --key KEY --file PATH [--payload signed|unsigned]",
+    );
+    let payload_signing = match args.optional("payload") {
+        None => PayloadSigning::Auto,
+        Some("signed") => PayloadSigning::Signed,
+        Some("unsigned") => PayloadSigning::Unsigned,
+        Some(other) => {
+            return Err(brisk_client::Error::InvalidArgument {
+                what: format!("--payload {other}: expected signed or unsigned"),
+            });
+        }
+    };
     let client = args.client();
     let started = Instant::now();
     let result = client
@@ -27,7 +43,10 @@ async fn run() -> Result<(), brisk_client::Error> {
             args.required("bucket"),
             args.required("key"),
             Path::new(args.required("file")),
-            TransferOptions::default(),
+            TransferOptions {
+                payload_signing,
+                ..TransferOptions::default()
+            },
         )
         .await?;
     let elapsed = started.elapsed();

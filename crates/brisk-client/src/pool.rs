@@ -279,9 +279,14 @@ impl ConnectionPool {
             address: address.to_owned(),
             source,
         };
-        let stream = TcpStream::connect((host, port))
-            .await
-            .map_err(connect_error)?;
+        let stream = match loopback_name(host) {
+            // RFC 6761 §6.3: `localhost` and every name under it are the loopback address, without
+            // asking a resolver (as curl and browsers do). Virtual-hosted addressing against a local
+            // server (`bucket.localhost`) then works with no DNS set-up.
+            true => TcpStream::connect((std::net::Ipv4Addr::LOCALHOST, port)).await,
+            false => TcpStream::connect((host, port)).await,
+        }
+        .map_err(connect_error)?;
         // Requests are written head and body in one vectored write; waiting for more (Nagle) only
         // delays the last segment of each request.
         stream.set_nodelay(true).map_err(connect_error)?;
@@ -379,6 +384,45 @@ impl PooledConnection {
                     since: Instant::now(),
                     responses,
                 });
+        }
+    }
+}
+
+/// Whether `host` is `localhost` or a name under it (`bucket.localhost`), which RFC 6761 reserves for
+/// the loopback address.
+fn loopback_name(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    const SUFFIX: &[u8] = b".localhost";
+    let bytes = host.as_bytes();
+    host.eq_ignore_ascii_case("localhost")
+        || bytes.len() > SUFFIX.len()
+            && bytes[bytes.len() - SUFFIX.len()..].eq_ignore_ascii_case(SUFFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loopback_name;
+
+    #[test]
+    fn localhost_names_are_loopback() {
+        for name in [
+            "localhost",
+            "LocalHost",
+            "b.localhost",
+            "my-bucket.localhost.",
+            "a.b.localhost",
+        ] {
+            assert!(loopback_name(name), "{name}");
+        }
+        for name in [
+            "",
+            ".localhost",
+            "localhost.com",
+            "notlocalhost",
+            "example.com",
+            "é.localhos",
+        ] {
+            assert!(!loopback_name(name), "{name}");
         }
     }
 }

@@ -820,3 +820,40 @@ async fn anonymous_client_sends_unsigned_requests() {
     })
     .await;
 }
+
+/// Virtual-hosted addressing (`http://bucket.localhost:PORT/key`) against the server itself: the
+/// client connects to the loopback address for `*.localhost` (RFC 6761) and the server finds the
+/// bucket in the `Host` header (MinIO with `MINIO_DOMAIN=localhost`, `brisk serve` with its default
+/// base domain). Bucket names that are not DNS labels fall back to path style.
+#[tokio::test]
+async fn virtual_hosted_addressing_reaches_the_bucket_through_the_host() {
+    bounded(STEP, async {
+        let port = server().port;
+        let c = builder()
+            .endpoint(format!("http://localhost:{port}"))
+            .addressing(brisk_client::Addressing::VirtualHosted)
+            .build()
+            .unwrap();
+        let bucket = new_bucket(&c, "vhost").await;
+        let body = pattern(70_000, 5);
+        c.put(&bucket, "dir/key one", &body).await.unwrap();
+        assert!(c.get_bytes(&bucket, "dir/key one").await.unwrap()[..] == body[..]);
+        assert_eq!(
+            c.head(&bucket, "dir/key one").await.unwrap().content_length,
+            70_000
+        );
+        // The same object is there for a path-style client: one bucket, two ways to address it.
+        assert!(client().get_bytes(&bucket, "dir/key one").await.unwrap()[..] == body[..]);
+        let page = c
+            .list(&bucket, ListOptions::default())
+            .next_page()
+            .await
+            .unwrap()
+            .expect("one page");
+        assert_eq!(page.objects.len(), 1);
+        assert_eq!(page.objects[0].key, "dir/key one");
+        c.delete(&bucket, "dir/key one").await.unwrap();
+        c.delete_bucket(&bucket).await.unwrap();
+    })
+    .await;
+}

@@ -97,6 +97,8 @@ impl ServerLauncher for Minio {
             .env("MINIO_ROOT_PASSWORD", SECRET_KEY)
             // A configured region makes MinIO refuse requests signed for another one, as S3 does.
             .env("MINIO_SITE_REGION", "us-east-1")
+            // Virtual-hosted requests (`bucket.localhost`) are recognised under this domain.
+            .env("MINIO_DOMAIN", "localhost")
             .env("MINIO_BROWSER", "off")
             .env("MINIO_UPDATE", "off")
             .stdin(Stdio::null())
