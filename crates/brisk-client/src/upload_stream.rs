@@ -159,6 +159,7 @@ impl Client {
                             &block[..len],
                             signed,
                             checksum,
+                            None,
                         )
                         .await?;
                     if let Some(progress) = progress {
