@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Range;
 use std::time::{Duration, SystemTime};
 
 use brisk_wire::http::{Headers, HttpError, ResponseHead, canonical_reason};
@@ -12,6 +13,7 @@ use tokio::io::{AsyncWriteExt, Interest};
 
 use crate::body::Connection;
 use crate::error::S3Error;
+use crate::store::ObjectBody;
 
 /// Initial capacity of the XML body buffer: a listing page of 1,000 keys is 200–400 KiB, most
 /// responses are under 1 KiB; the buffer grows to what the connection needs and stays there.
@@ -155,14 +157,27 @@ impl Exchange {
         self.send_xml(&doc).await
     }
 
-    /// Sends `len` bytes of `file` from `offset` as the body (the head, with its Content-Length,
+    /// Sends the bytes `span` of `body` as the response body (the head, with its Content-Length,
     /// must be set). The head is flushed, then the kernel moves the bytes file → socket with
-    /// `sendfile`; if the file system does not support it, a read+write loop through the scratch
-    /// buffer takes over.
-    pub async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
+    /// `sendfile`, one data file after the other for a body made of several; if the file system
+    /// does not support it, a read+write loop through the scratch buffer takes over.
+    pub async fn send_body(&mut self, body: &ObjectBody, span: Range<u64>) -> Result<(), S3Error> {
         self.response_started = true;
         self.conn.queue_response_head(&self.response);
         self.conn.flush().await?;
+        let mut sent = 0;
+        for (file, offset, len) in body.pieces(span.clone()) {
+            self.send_file_range(file, offset, len).await?;
+            sent += len;
+        }
+        if sent != span.end - span.start {
+            return Err(S3Error::internal("object body ended early"));
+        }
+        Ok(())
+    }
+
+    /// `sendfile` of `len` bytes of `file` from `offset`, after the head.
+    async fn send_file_range(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
         let end = offset + len;
         let mut position = offset;
         while position < end {

@@ -593,7 +593,7 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
     if head_only {
         return x.send_head_only().await;
     }
-    x.send_file(&file, span.start, span.end - span.start).await
+    x.send_body(&file, span).await
 }
 
 async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {

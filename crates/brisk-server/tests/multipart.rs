@@ -119,16 +119,22 @@ fn three_parts_uploaded_out_of_order_with_a_reupload() {
     expected.extend_from_slice(&p2);
     expected.extend_from_slice(&p3);
     assert_eq!(read_object(&store, "bkt", "movie"), expected);
-    // GetObject?partNumber=2 serves that range of the one file.
+    // GetObject?partNumber=2 serves that range of the body, here the second part's own file.
     let (head, mut file) = store.open_object("bkt", "movie").unwrap();
+    assert_eq!(
+        file.segment_count(),
+        3,
+        "the part files are the body, not copied"
+    );
     let range = head.part_range(2).unwrap();
     file.seek(SeekFrom::Start(range.start)).unwrap();
     let mut part = vec![0; (range.end - range.start) as usize];
     file.read_exact(&mut part).unwrap();
     assert_eq!(part, p2);
 
-    // The parts' files are gone; only the object's remains, and the upload is closed.
-    assert_eq!(data_files(dir.path()).len(), 1);
+    // The three listed parts' files are the object's; the replaced upload of part 2 is gone, nothing
+    // was assembled in tmp/, and the upload is closed.
+    assert_eq!(data_files(dir.path()).len(), 3);
     assert!(temp_files(dir.path()).is_empty());
     assert!(matches!(
         store.list_parts("bkt", "movie", &id, 0, 10),
@@ -363,4 +369,80 @@ fn list_uploads_with_prefix_and_markers() {
         query.upload_id_marker = page.next_upload_id_marker;
     }
     assert_eq!(seen, expected);
+}
+
+/// An object completed from several parts is its part files (segments): a copy shares them, a
+/// ranged read crosses them, reopening the store keeps them (the recovery sweep sees them
+/// referenced), and they go only when the last object using them goes.
+#[test]
+fn segmented_bodies_are_shared_by_copies_and_freed_with_the_last_reference() {
+    let (dir, store) = store();
+    let id = store
+        .create_multipart_upload("bkt", "seg", ObjectAttributes::default(), None)
+        .unwrap();
+    let parts: Vec<Vec<u8>> = (0..3u8)
+        .map(|n| {
+            (0..1500u32)
+                .map(|i| (i as u8) ^ n.wrapping_mul(77))
+                .collect()
+        })
+        .collect();
+    let etags: Vec<String> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| upload_part(&store, "seg", &id, i as u32 + 1, p))
+        .collect();
+    let listed: Vec<(u32, &str)> = etags
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i as u32 + 1, e.as_str()))
+        .collect();
+    store
+        .complete_multipart_upload("bkt", "seg", &id, &completed(&listed), None)
+        .unwrap();
+    let whole = parts.concat();
+    assert_eq!(read_object(&store, "bkt", "seg"), whole);
+    // A read across the boundary between parts 1 and 2, and one across all three.
+    let (_, mut body) = store.open_object("bkt", "seg").unwrap();
+    for (start, len) in [(1490u64, 20usize), (10, 4480)] {
+        body.seek(SeekFrom::Start(start)).unwrap();
+        let mut got = vec![0; len];
+        body.read_exact(&mut got).unwrap();
+        assert_eq!(got, whole[start as usize..start as usize + len]);
+    }
+    drop(body);
+
+    store
+        .copy_object("bkt", "seg", "bkt", "seg-copy", None)
+        .unwrap();
+    assert_eq!(
+        data_files(dir.path()).len(),
+        3,
+        "the copy shares the segments"
+    );
+    store.delete_object("bkt", "seg").unwrap();
+    assert_eq!(data_files(dir.path()).len(), 3, "the copy still uses them");
+    drop(store);
+    let store = Store::open(
+        dir.path(),
+        StoreConfig {
+            fsync: false,
+            min_part_size: MIN_PART,
+            ..StoreConfig::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        data_files(dir.path()).len(),
+        3,
+        "recovery keeps referenced segments"
+    );
+    assert_eq!(read_object(&store, "bkt", "seg-copy"), whole);
+    // Overwriting the last user frees every segment.
+    store
+        .put_object("bkt", "seg-copy", b"small", Default::default())
+        .unwrap();
+    assert_eq!(data_files(dir.path()).len(), 1);
+    store.delete_object("bkt", "seg-copy").unwrap();
+    assert!(data_files(dir.path()).is_empty());
 }

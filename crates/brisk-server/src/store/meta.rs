@@ -142,10 +142,32 @@ pub struct ObjectInfo {
     pub checksum: Option<Checksum>,
     /// Part layout for objects made by a multipart upload; empty for single PUTs.
     pub parts: Vec<PartLayout>,
+    /// The data file of the body, or of its first segment.
     pub(crate) data_id: DataId,
+    /// The body's data files in order, one per part, for an object completed from several parts
+    /// (the part files themselves: completion copies nothing); empty when `data_id` holds it all.
+    pub(crate) segments: Vec<DataId>,
 }
 
 impl ObjectInfo {
+    /// Every data file the body is made of, in order.
+    pub(crate) fn data_ids(&self) -> &[DataId] {
+        if self.segments.is_empty() {
+            std::slice::from_ref(&self.data_id)
+        } else {
+            &self.segments
+        }
+    }
+
+    /// The sizes of the body's data files, in the order of [`ObjectInfo::data_ids`].
+    pub(crate) fn segment_sizes(&self) -> Vec<u64> {
+        if self.segments.is_empty() {
+            vec![self.size]
+        } else {
+            self.parts.iter().map(|p| p.size).collect()
+        }
+    }
+
     /// Number of parts (`x-amz-mp-parts-count`), 0 for objects made by a single PUT.
     pub fn parts_count(&self) -> usize {
         self.parts.len()
@@ -209,6 +231,14 @@ pub(crate) fn encode_object(info: &ObjectInfo) -> Vec<u8> {
         w.u64(part.size);
         w.opt_str(part.checksum.as_deref());
     }
+    // Appended last, and only for segmented bodies, so records written before segments existed
+    // (which end after the parts) still decode.
+    if !info.segments.is_empty() {
+        w.u32(info.segments.len() as u32);
+        for id in &info.segments {
+            w.u128(id.0);
+        }
+    }
     w.0
 }
 
@@ -228,6 +258,19 @@ pub(crate) fn decode_object(key: &str, bytes: &[u8]) -> Result<ObjectInfo> {
             checksum: r.opt_string()?,
         });
     }
+    let mut segments = Vec::new();
+    if !r.0.is_empty() {
+        let count = r.u32()? as usize;
+        if count != parts.len() {
+            return Err(StoreError::CorruptMetadata(
+                "segment count differs from part count",
+            ));
+        }
+        segments.reserve(count);
+        for _ in 0..count {
+            segments.push(DataId(r.u128()?));
+        }
+    }
     r.finish()?;
     Ok(ObjectInfo {
         key: key.to_owned(),
@@ -238,6 +281,7 @@ pub(crate) fn decode_object(key: &str, bytes: &[u8]) -> Result<ObjectInfo> {
         checksum,
         parts,
         data_id,
+        segments,
     })
 }
 
@@ -536,6 +580,7 @@ mod tests {
                 },
             ],
             data_id: DataId(0xdead_beef_u128 << 64 | 42),
+            segments: Vec::new(),
         }
     }
 
@@ -549,6 +594,28 @@ mod tests {
         assert_eq!(summary.etag, info.etag);
         assert_eq!(summary.last_modified, info.last_modified);
         assert_eq!(id, info.data_id);
+    }
+
+    #[test]
+    fn segmented_records_round_trip_and_plain_ones_decode_as_before() {
+        let mut info = sample();
+        info.segments = vec![DataId(42), DataId(43)];
+        let bytes = encode_object(&info);
+        assert_eq!(decode_object("k", &bytes).unwrap(), info);
+        assert_eq!(info.data_ids(), [DataId(42), DataId(43)]);
+        assert_eq!(info.segment_sizes(), [5, 7]);
+        // A record without the segment section is one file, as records were before segments.
+        let plain = encode_object(&sample());
+        assert!(bytes.starts_with(&plain));
+        let decoded = decode_object("k", &plain).unwrap();
+        assert_eq!(decoded.data_ids(), [decoded.data_id]);
+        assert_eq!(decoded.segment_sizes(), [decoded.size]);
+        for len in plain.len()..bytes.len() {
+            assert!(decode_object("k", &bytes[..len]).is_err() || len == plain.len());
+        }
+        // A segment count that does not match the parts is corrupt.
+        info.segments.pop();
+        assert!(decode_object("k", &encode_object(&info)).is_err());
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!
 //! The API is synchronous (file I/O and short transactions); the async front end runs it on its
 //! blocking pool. Writes go through [`PendingObject`], which takes the front end's reused read buffer
-//! with no extra copy; reads hand out a [`std::fs::File`] so the front end can `sendfile` from it.
+//! with no extra copy; reads hand out an [`ObjectBody`] (the open data file, or one per part of an
+//! object completed from several parts) so the front end can `sendfile` from it.
 
 mod error;
 mod fault;
@@ -19,6 +20,7 @@ mod list;
 mod meta;
 mod multipart;
 mod names;
+mod object_body;
 mod pending;
 mod recovery;
 mod tables;
@@ -47,6 +49,7 @@ pub use multipart::{
     PartInfo, PartsPage, UploadInfo, UploadQuery, UploadsPage,
 };
 pub use names::{MAX_BUCKET_NAME_LEN, MAX_KEY_BYTES, MIN_BUCKET_NAME_LEN};
+pub use object_body::ObjectBody;
 pub use pending::{PendingObject, PendingPart};
 
 /// What must hold of a key's current version for a write to commit: S3's conditional writes
@@ -302,18 +305,26 @@ impl Store {
         }
     }
 
-    /// The object's metadata and its data file, opened for reading. The file stays readable and
+    /// The object's metadata and its body, opened for reading. The body stays readable and
     /// unchanged even if the key is overwritten or deleted while it is open.
-    pub fn open_object(&self, bucket: &str, key: &str) -> Result<(ObjectInfo, File)> {
+    pub fn open_object(&self, bucket: &str, key: &str) -> Result<(ObjectInfo, ObjectBody)> {
         let mut last_error = None;
-        for _ in 0..OPEN_ATTEMPTS {
+        'attempt: for _ in 0..OPEN_ATTEMPTS {
             let info = self.head_object(bucket, key)?;
-            match File::open(self.inner.layout.data_path(info.data_id)) {
-                Ok(file) => return Ok((info, file)),
-                // Replaced (and its file removed) between the lookup and the open: look up again.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => last_error = Some(e),
-                Err(e) => return Err(e.into()),
+            let mut files = Vec::with_capacity(info.data_ids().len());
+            for (&id, size) in info.data_ids().iter().zip(info.segment_sizes()) {
+                match File::open(self.inner.layout.data_path(id)) {
+                    Ok(file) => files.push((file, size)),
+                    // Replaced (and its files removed) between the lookup and the open: look up
+                    // again.
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        last_error = Some(e);
+                        continue 'attempt;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
+            return Ok((info, ObjectBody::new(files)));
         }
         Err(last_error.expect("at least one attempt was made").into())
     }
@@ -351,9 +362,11 @@ impl Store {
                 let removed = objects.remove(tables::object_key(bucket, key).as_slice())?;
                 let existed = match removed {
                     Some(record) => {
-                        let (_, id) = meta::decode_summary(key, record.value())?;
-                        if tables::release_ref(&mut refs, id)? {
-                            released.push(id);
+                        let info = meta::decode_object(key, record.value())?;
+                        for &id in info.data_ids() {
+                            if tables::release_ref(&mut refs, id)? {
+                                released.push(id);
+                            }
                         }
                         true
                     }
@@ -465,15 +478,19 @@ fn put_record_in(
     info: &ObjectInfo,
     released: &mut Vec<DataId>,
 ) -> Result<()> {
-    tables::add_ref(refs, info.data_id)?;
+    for &id in info.data_ids() {
+        tables::add_ref(refs, id)?;
+    }
     let replaced = objects.insert(
         tables::object_key(bucket, &info.key).as_slice(),
         meta::encode_object(info).as_slice(),
     )?;
     if let Some(old) = replaced {
-        let (_, old_id) = meta::decode_summary(&info.key, old.value())?;
-        if tables::release_ref(refs, old_id)? {
-            released.push(old_id);
+        let old = meta::decode_object(&info.key, old.value())?;
+        for &id in old.data_ids() {
+            if tables::release_ref(refs, id)? {
+                released.push(id);
+            }
         }
     }
     Ok(())
@@ -642,6 +659,7 @@ impl Inner {
             checksum: new.checksum,
             parts: Vec::new(),
             data_id,
+            segments: Vec::new(),
         };
         let released = self.put_record(&txn, bucket, &info)?;
         self.commit(txn)?;
