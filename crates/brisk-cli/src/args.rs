@@ -111,7 +111,7 @@ pub enum Command {
     Completions(CompletionArgs),
     /// Serve a directory as an S3-compatible endpoint.
     Serve(ServeArgs),
-    /// Measure GET, download and upload against the embedded server (or --endpoint-url).
+    /// Measure GET, download, upload and random reads against the embedded server (or --endpoint-url).
     Bench(BenchArgs),
 }
 
@@ -258,7 +258,11 @@ pub struct ServeArgs {
 pub const MAX_BENCH_REPEAT: u32 = 100;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    /// A benchmark other than the standard suite.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// Sizes of the in-memory GET objects, comma-separated [default: 256MiB,1GiB; 16MiB with --quick].
     #[arg(long, value_name = "SIZE,...", value_delimiter = ',', value_parser = parse_size)]
     pub size_get: Vec<usize>,
@@ -284,6 +288,129 @@ pub struct BenchArgs {
     #[arg(long)]
     pub bucket: Option<String>,
     /// Where the embedded server's data and the downloaded file go [default: the system's temp dir].
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// An extra argument for the embedded `brisk serve`, e.g. --server-arg=--no-fsync (repeatable).
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub server_arg: Vec<String>,
+}
+
+/// Benchmarks of `brisk bench` besides the standard suite.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Random reads of one object: a sweep of block size x queue depth (IOPS, MiB/s, CPU, latency).
+    Random(Box<RandomArgs>),
+}
+
+/// Most reads in flight `brisk bench random` accepts.
+pub const MAX_QUEUE_DEPTH: usize = 4096;
+
+fn parse_queue_depth(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_QUEUE_DEPTH).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?}: a queue depth is a number from 1 to {MAX_QUEUE_DEPTH}"
+        )),
+    }
+}
+
+fn parse_block_size(text: &str) -> Result<usize, String> {
+    match parse_size(text)? {
+        0 => Err(format!("{text:?}: a block is at least 1 byte")),
+        n => Ok(n),
+    }
+}
+
+fn parse_connections(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?}: give a number of connections from 1 to {MAX_CONCURRENCY}"
+        )),
+    }
+}
+
+/// `15s`, `500ms`, `2m`, or a number of seconds (`2.5`); more than 0 and at most an hour.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let t = text.trim();
+    let seconds = |s: &str| s.trim().parse::<f64>().ok();
+    let value = if let Some(ms) = t.strip_suffix("ms") {
+        seconds(ms).map(|v| v / 1000.0)
+    } else if let Some(s) = t.strip_suffix('s') {
+        seconds(s)
+    } else if let Some(m) = t.strip_suffix('m') {
+        seconds(m).map(|v| v * 60.0)
+    } else {
+        seconds(t)
+    };
+    match value {
+        Some(v) if v.is_finite() && v > 0.0 && v <= 3600.0 => Ok(Duration::from_secs_f64(v)),
+        Some(_) => Err(format!(
+            "{text:?}: a duration is more than 0 and at most 1 hour"
+        )),
+        None => Err(format!("{text:?} is not a duration (e.g. 3s, 500ms, 2m)")),
+    }
+}
+
+/// Whether `brisk bench random` pipelines requests on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PipeliningArg {
+    /// Pipelined until the server shows it closes connections.
+    Auto,
+    /// Always pipelined.
+    On,
+    /// One request at a time per connection.
+    Off,
+}
+
+impl From<PipeliningArg> for brisk_client::batch::Pipelining {
+    fn from(p: PipeliningArg) -> Self {
+        match p {
+            PipeliningArg::Auto => Self::Auto,
+            PipeliningArg::On => Self::On,
+            PipeliningArg::Off => Self::Off,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RandomArgs {
+    /// Block sizes to sweep, comma-separated [default: 4KiB,64KiB,256KiB,1MiB,4MiB; 4KiB,256KiB with --quick].
+    #[arg(long, value_name = "SIZE,...", value_delimiter = ',', value_parser = parse_block_size)]
+    pub block_size: Vec<usize>,
+    /// Queue depths (reads in flight) to sweep, comma-separated [default: 1,4,16,64,256; 1,16 with --quick].
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_queue_depth)]
+    pub queue_depth: Vec<usize>,
+    /// How long each point reads, e.g. 2s, 500ms [default: 2s; 500ms with --quick].
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Connections used at most [default: the batch reader's, 8].
+    #[arg(long, value_name = "N", value_parser = parse_connections,
+          default_value_t = brisk_client::batch::DEFAULT_BATCH_CONNECTIONS)]
+    pub connections: usize,
+    /// Whether requests are pipelined on a connection.
+    #[arg(long, value_enum, default_value_t = PipeliningArg::Auto)]
+    pub pipelining: PipeliningArg,
+    /// An existing object to read (with --endpoint-url and --bucket); it is neither written nor deleted.
+    #[arg(long, requires = "bucket")]
+    pub key: Option<String>,
+    /// Size of the object written when no --key is given [default: 1GiB; 64MiB with --quick].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "key")]
+    pub object_size: Option<usize>,
+    /// Few points and short ones (CI): 4KiB,256KiB x QD 1,16, 500ms each, a 64MiB object.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory the HTML report (index.html) is written to.
+    #[arg(long, value_name = "DIR", default_value = "brisk-bench-random-report")]
+    pub report: PathBuf,
+    /// Also write the JSON document to FILE (--json prints it on stdout instead of the table).
+    #[arg(long, value_name = "FILE")]
+    pub json_file: Option<PathBuf>,
+    /// Bucket to use with --endpoint-url [default: a new brisk-bench-<random>, removed after].
+    #[arg(long)]
+    pub bucket: Option<String>,
+    /// Where the embedded server's data goes [default: the system's temp dir].
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
     /// An extra argument for the embedded `brisk serve`, e.g. --server-arg=--no-fsync (repeatable).

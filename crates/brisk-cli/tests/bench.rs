@@ -96,10 +96,21 @@ fn quick_suite_on_its_own_embedded_server() {
     succeeded(&out);
 
     let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    for name in ["loopback", "get", "download", "upload", "server"] {
+    for name in ["loopback", "get", "download", "upload", "server", "random"] {
         measured(case(&doc, name), 1);
     }
     assert_eq!(case(&doc, "get")["bytes"], 16 << 20);
+    // The random case: one run of 256 KiB reads at queue depth 64, whole blocks only.
+    let random = &case(&doc, "random")["random"];
+    assert_eq!(random["block_size"], 256 << 10);
+    let run = &random["runs"][0];
+    assert!(run["reads"].as_u64().unwrap() > 0, "{run:#}");
+    assert_eq!(run["errors"], 0);
+    assert_eq!(
+        run["bytes"].as_u64().unwrap(),
+        run["reads"].as_u64().unwrap() * (256 << 10)
+    );
+    assert!(random["iops"]["median"].as_f64().unwrap() > 0.0);
     assert_eq!(case(&doc, "upload")["bytes"], 64 << 20);
     // The whole object is held once: the client grew by at least its size.
     assert!(
@@ -119,6 +130,8 @@ fn quick_suite_on_its_own_embedded_server() {
         "get 16.0 MiB",
         "upload 64.0 MiB",
         "server 64.0 MiB",
+        "random 256.0 KiB QD 64",
+        "IOPS",
     ] {
         assert!(table.contains(name), "{table}");
     }
@@ -136,6 +149,7 @@ fn quick_suite_on_its_own_embedded_server() {
         "download 64.0 MiB",
         "upload",
         "server",
+        "random 256.0 KiB QD 64",
     ] {
         assert!(page.contains(name), "{name} missing from the report");
     }
@@ -178,7 +192,7 @@ fn against_an_endpoint_it_touches_only_its_own_keys() {
     let out = run_with_timeout(cmd, BENCH_LIMIT);
     succeeded(&out);
     let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
-    for name in ["loopback", "get", "download", "upload"] {
+    for name in ["loopback", "get", "download", "upload", "random"] {
         measured(case(&doc, name), 1);
     }
     assert_eq!(doc["endpoint"], server.url.as_str());
@@ -240,5 +254,231 @@ fn an_unreachable_endpoint_is_a_network_error() {
     assert!(stderr.starts_with("brisk: bench: "), "{stderr}");
     assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!dir.path().join("report").exists());
+}
+
+/// The points of a `brisk bench random` document, each checked for sane figures: reads completed,
+/// none failed, whole blocks only, few sockets and threads.
+#[track_caller]
+fn random_points(doc: &Value, connections: u64) -> &Vec<Value> {
+    let points = doc["points"].as_array().expect("points is a list");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    for p in points {
+        let reads = p["reads"].as_u64().unwrap();
+        assert!(reads > 0, "{p:#}");
+        assert_eq!(p["errors"], 0, "{p:#}");
+        let block = p["block_size"].as_u64().unwrap();
+        assert_eq!(p["bytes"].as_u64().unwrap(), reads * block, "{p:#}");
+        for figure in ["iops", "mib_per_s", "seconds"] {
+            let v = p[figure].as_f64().unwrap();
+            assert!(v.is_finite() && v > 0.0, "{figure} of {p:#}");
+        }
+        for figure in ["cpu_s_per_gib", "p50_ms", "p99_ms"] {
+            let v = p[figure].as_f64().unwrap();
+            assert!(v.is_finite() && v >= 0.0, "{figure} of {p:#}");
+        }
+        assert!(p["p99_ms"].as_f64() >= p["p50_ms"].as_f64(), "{p:#}");
+        let depth = p["queue_depth"].as_u64().unwrap();
+        // The batch's own connections, plus the few the object's upload left idle in the pool.
+        let used = p["max_connections"].as_u64().unwrap();
+        assert!(used >= 1 && used <= connections.min(depth), "{p:#}");
+        assert!(p["sockets"].as_u64().unwrap() <= connections + 6, "{p:#}");
+        // Queue depth is not threads: the runtime's workers, the main thread and a few helpers.
+        let threads = p["threads"].as_u64().unwrap();
+        assert!(threads >= 1 && threads <= cores + 4, "{p:#}");
+    }
+    points
+}
+
+#[test]
+fn random_sweep_on_its_own_embedded_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, report, work) = (
+        dir.path().join("random.json"),
+        dir.path().join("report"),
+        dir.path().join("work"),
+    );
+    std::fs::create_dir(&work).unwrap();
+    let mut cmd = brisk(dir.path(), &["bench", "random", "--quick", "--json-file"]);
+    cmd.arg(&json)
+        .arg("--report")
+        .arg(&report)
+        .arg("--work-dir")
+        .arg(&work);
+    let out = run_with_timeout(cmd, BENCH_LIMIT);
+    succeeded(&out);
+
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["benchmark"], "random");
+    assert_eq!(doc["endpoint"], "embedded");
+    assert_eq!(doc["object_size"], 64 << 20);
+    assert_eq!(doc["object_written"], true);
+    assert_eq!(doc["connections"], 8);
+    assert_eq!(doc["pipelining"], "auto");
+    let points = random_points(&doc, 8);
+    // 4 KiB and 256 KiB at queue depths 1 and 16, in that order.
+    let grid: Vec<(u64, u64)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["block_size"].as_u64().unwrap(),
+                p["queue_depth"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(grid, vec![(4096, 1), (4096, 16), (262144, 1), (262144, 16)]);
+    for p in points {
+        // The embedded server is measured too.
+        assert!(p["server_cpu_s_per_gib"].as_f64().unwrap() >= 0.0, "{p:#}");
+        // At queue depth 1 one connection does all the work.
+        if p["queue_depth"] == 1 {
+            assert_eq!(p["max_connections"], 1, "{p:#}");
+        }
+    }
+
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("IOPS") && table.contains("256.0 KiB"),
+        "{table}"
+    );
+    assert_eq!(table.lines().filter(|l| l.contains(" KiB ")).count(), 4);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("brisk bench:"));
+
+    let page = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert_eq!(page.matches("<svg").count(), 3, "IOPS, MiB/s and CPU");
+    // One line per block size in each chart, a point per (block size, queue depth).
+    assert_eq!(page.matches("<path").count(), 6);
+    assert_eq!(page.matches("<circle").count(), 12);
+    assert!(page.contains("256.0 KiB at queue depth 16"));
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+}
+
+#[test]
+fn random_point_against_an_endpoint_reads_an_existing_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServeProcess::start(&dir.path().join("root"), &[]);
+    let at = |args: &[&str]| {
+        let mut all = vec!["--endpoint-url", server.url.as_str()];
+        all.extend_from_slice(args);
+        brisk(dir.path(), &all)
+    };
+    let object = dir.path().join("object.bin");
+    std::fs::write(&object, vec![7u8; 3 << 20]).unwrap();
+    succeeded(&run_with_timeout(at(&["mb", "s3://data"]), BENCH_LIMIT));
+    let mut put = at(&["cp"]);
+    put.arg(&object).arg("s3://data/table.bin");
+    succeeded(&run_with_timeout(put, BENCH_LIMIT));
+
+    let mut cmd = at(&[
+        "bench",
+        "random",
+        "--bucket",
+        "data",
+        "--key",
+        "table.bin",
+        "--block-size",
+        "256KiB",
+        "--queue-depth",
+        "8",
+        "--duration",
+        "500ms",
+        "--connections",
+        "2",
+        "--pipelining",
+        "on",
+        "--json",
+        "--report",
+    ]);
+    cmd.arg(dir.path().join("report"));
+    let out = run_with_timeout(cmd, BENCH_LIMIT);
+    succeeded(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc["endpoint"], server.url.as_str());
+    assert!(doc["server"].is_null());
+    assert_eq!(
+        (doc["key"].as_str(), doc["object_written"].as_bool()),
+        (Some("table.bin"), Some(false))
+    );
+    assert_eq!(doc["object_size"], 3 << 20);
+    assert_eq!(doc["pipelining"], "on");
+    let points = random_points(&doc, 2);
+    assert_eq!(points.len(), 1);
+    assert!(points[0]["server_cpu_s_per_gib"].is_null());
+    assert!(
+        points[0]["pipelined"].as_u64().unwrap() > 0,
+        "{:#}",
+        points[0]
+    );
+    assert!(dir.path().join("report/index.html").exists());
+
+    // The object is still there, alone, and no bucket was added.
+    let listing = run_with_timeout(at(&["ls", "s3://data", "--recursive"]), BENCH_LIMIT);
+    succeeded(&listing);
+    let objects = String::from_utf8_lossy(&listing.stdout);
+    assert_eq!(objects.lines().count(), 1, "{objects}");
+    assert!(objects.contains("table.bin"), "{objects}");
+    let buckets = run_with_timeout(at(&["ls"]), BENCH_LIMIT);
+    assert_eq!(String::from_utf8_lossy(&buckets.stdout).lines().count(), 1);
+
+    // A block larger than the object: a usage error that says so.
+    let out = run_with_timeout(
+        at(&[
+            "bench",
+            "random",
+            "--bucket",
+            "data",
+            "--key",
+            "table.bin",
+            "--block-size",
+            "4MiB",
+            "--queue-depth",
+            "1",
+        ]),
+        BENCH_LIMIT,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("larger than the object"), "{stderr}");
+    // A key that does not exist: not found.
+    let out = run_with_timeout(
+        at(&[
+            "bench", "random", "--bucket", "data", "--key", "missing", "--quick",
+        ]),
+        BENCH_LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn random_bad_arguments_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["bench", "random", "--queue-depth", "0"][..],
+        &["bench", "random", "--block-size", "0"],
+        &["bench", "random", "--duration", "never"],
+        &["bench", "random", "--pipelining", "maybe"],
+        &["bench", "random", "--bucket", "b", "--key", "k"],
+        &[
+            "bench",
+            "random",
+            "--object-size",
+            "1MiB",
+            "--block-size",
+            "4MiB",
+        ],
+    ] {
+        let mut cmd = brisk(dir.path(), args);
+        cmd.arg("--report").arg(dir.path().join("report"));
+        let out = run_with_timeout(cmd, BENCH_LIMIT);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // Nothing was started or written.
     assert!(!dir.path().join("report").exists());
 }

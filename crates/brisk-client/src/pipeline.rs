@@ -259,8 +259,15 @@ impl Lane {
             .as_mut()
             .expect("requests in flight have a connection");
         let queued_behind = self.in_flight.len() > 1;
+        let expected = self.in_flight.front().map_or(0, |w| w.end() - w.start());
         {
             let (c, head) = conn.parts();
+            if expected >= c.read_buffer_capacity() as u64 {
+                // A body larger than the read buffer: read the head alone, so that the body goes
+                // from the socket into its destination once, not through the buffer (where a full
+                // read would put up to a buffer of it, pipelined responses being always there).
+                c.limit_next_head_read(brisk_wire::http::MIN_HEAD_READ);
+            }
             c.read_response_head(head, "GET")
                 .await
                 .map_err(|e| Failure::BeforeResponse(e.into()))?;

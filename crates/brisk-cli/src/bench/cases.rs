@@ -7,9 +7,11 @@
 //! | `download` | `Client::download` of the transfer-size object to a file | this one |
 //! | `upload` | `Client::upload` of that file | this one |
 //! | `server` | the same uploads, seen from the embedded server | the server's child process |
+//! | `random` | random 256 KiB reads of the transfer object at queue depth 64, for a fixed time | this one |
 
 use std::path::Path;
 
+use brisk_client::measure::{Figures, MeasureOptions};
 use brisk_client::{Client, TransferOptions};
 
 use super::BenchError;
@@ -34,15 +36,18 @@ pub enum CaseKind {
     Upload,
     /// The embedded server's memory and CPU while it receives the uploads.
     Server,
+    /// Random reads at queue depth (one point; `brisk bench random` sweeps).
+    Random,
 }
 
 impl CaseKind {
-    pub const ALL: [CaseKind; 5] = [
+    pub const ALL: [CaseKind; 6] = [
         CaseKind::Loopback,
         CaseKind::Get,
         CaseKind::Download,
         CaseKind::Upload,
         CaseKind::Server,
+        CaseKind::Random,
     ];
 
     pub fn name(self) -> &'static str {
@@ -52,6 +57,7 @@ impl CaseKind {
             Self::Download => "download",
             Self::Upload => "upload",
             Self::Server => "server",
+            Self::Random => "random",
         }
     }
 }
@@ -60,11 +66,13 @@ impl CaseKind {
 #[derive(Debug, Clone)]
 pub struct CaseResult {
     pub kind: CaseKind,
-    /// `get 256 MiB`, `download 4 GiB`, ...
+    /// `get 256 MiB`, `download 4 GiB`, `random 256.0 KiB QD 64`, ...
     pub label: String,
-    /// Bytes moved per run.
+    /// Bytes moved per run (for `random`: the block size; each run's bytes are in `random`).
     pub bytes: u64,
     pub samples: Vec<Sample>,
+    /// `random` only: what each run measured, one per sample.
+    pub random: Vec<Figures>,
 }
 
 impl CaseResult {
@@ -74,6 +82,7 @@ impl CaseResult {
             label: format!("{} {}", kind.name(), crate::size::human(bytes)),
             bytes,
             samples: Vec::new(),
+            random: Vec::new(),
         }
     }
 
@@ -81,16 +90,31 @@ impl CaseResult {
         Stats::of(&self.samples.iter().map(figure).collect::<Vec<_>>())
     }
 
+    /// A figure of each run that depends on the bytes it moved (the case's size, or what a
+    /// `random` run read in its time).
+    fn stats_of_bytes(&self, figure: impl Fn(&Sample, u64) -> f64) -> Option<Stats> {
+        let values: Vec<f64> = self
+            .samples
+            .iter()
+            .enumerate()
+            .map(|(i, s)| figure(s, self.random.get(i).map_or(self.bytes, |f| f.bytes)))
+            .collect();
+        Stats::of(&values)
+    }
+
+    /// A figure of each `random` run (`None` for other cases).
+    pub fn random_stats(&self, figure: impl Fn(&Figures) -> f64) -> Option<Stats> {
+        Stats::of(&self.random.iter().map(figure).collect::<Vec<_>>())
+    }
+
     /// GiB moved per wall-clock second.
     pub fn gib_per_s(&self) -> Option<Stats> {
-        let gib = self.bytes as f64 / GIB;
-        self.stats(|s| gib / s.seconds.max(f64::MIN_POSITIVE))
+        self.stats_of_bytes(|s, bytes| bytes as f64 / GIB / s.seconds.max(f64::MIN_POSITIVE))
     }
 
     /// CPU seconds (user + system) per GiB moved.
     pub fn cpu_s_per_gib(&self) -> Option<Stats> {
-        let gib = self.bytes as f64 / GIB;
-        self.stats(|s| s.cpu_seconds / gib)
+        self.stats_of_bytes(|s, bytes| s.cpu_seconds / (bytes as f64 / GIB))
     }
 
     /// Peak resident set, bytes.
@@ -105,8 +129,7 @@ impl CaseResult {
 
     /// Peak growth of the resident set per byte moved (1.0: the process grew by the object's size).
     pub fn amplification(&self) -> Option<Stats> {
-        let bytes = self.bytes.max(1) as f64;
-        self.stats(|s| s.rss_growth() as f64 / bytes)
+        self.stats_of_bytes(|s, bytes| s.rss_growth() as f64 / bytes.max(1) as f64)
     }
 }
 
@@ -282,6 +305,52 @@ impl Target<'_> {
         }
         Ok((client_side, server_side))
     }
+}
+
+impl Target<'_> {
+    /// Random reads of `options.key` for `options.duration`, `repeat` times. The sample's time and
+    /// CPU are the reads' own (from the first request to the end of the duration); its peak RSS is
+    /// the process's over the run.
+    pub async fn random(
+        &self,
+        options: &MeasureOptions,
+        progress: &dyn Fn(usize),
+    ) -> Result<CaseResult, BenchError> {
+        let block = options.block_size as u64;
+        let mut result = CaseResult::new(CaseKind::Random, block);
+        result.label = format!(
+            "random {} QD {}",
+            crate::size::human(block),
+            options.queue_depth
+        );
+        for run in 0..self.repeat {
+            progress(run);
+            let probe = Probe::start(Process::Current).map_err(measurement_error)?;
+            let figures = brisk_client::measure::measure(self.client, self.bucket, options)
+                .await
+                .map_err(s3_error(format!(
+                    "random reads of s3://{}/{}",
+                    self.bucket, options.key
+                )))?;
+            let mut sample = probe.finish().map_err(measurement_error)?;
+            check_random(&figures, block)?;
+            sample.seconds = figures.elapsed.as_secs_f64();
+            sample.cpu_seconds = figures.cpu_seconds;
+            result.samples.push(sample);
+            result.random.push(figures);
+        }
+        Ok(result)
+    }
+}
+
+/// A random-read run that read nothing, or other than whole blocks, measured nothing.
+pub fn check_random(figures: &Figures, block: u64) -> Result<(), BenchError> {
+    if figures.reads == 0 {
+        return Err(BenchError::NoReads {
+            errors: figures.errors,
+        });
+    }
+    check_count("random reads", figures.bytes, figures.reads * block)
 }
 
 fn remove_if_present(file: &Path) -> Result<(), BenchError> {

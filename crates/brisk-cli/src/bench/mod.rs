@@ -4,13 +4,18 @@
 //! means and how it is measured.
 //!
 //! The suite, in order: the loopback ceiling, in-memory GETs, a download to a file, an upload from
-//! that file (during which the embedded server's memory is read too). Each case runs `--repeat`
-//! times; medians are printed, min and max are in the JSON.
+//! that file (during which the embedded server's memory is read too), and one point of random reads
+//! (256 KiB blocks at queue depth 64). Each case runs `--repeat` times; medians are printed, min and
+//! max are in the JSON.
+//!
+//! `brisk bench random` ([`random`]) sweeps random reads over block size × queue depth.
 
 mod cases;
+mod chart;
 mod loopback;
 mod measure;
 mod payload;
+mod random;
 mod report;
 mod server;
 
@@ -24,7 +29,7 @@ use thiserror::Error;
 
 pub use cases::CaseKind;
 
-use crate::args::{BenchArgs, GlobalArgs};
+use crate::args::{BenchArgs, BenchCommand, GlobalArgs};
 use crate::exit::CliError;
 use cases::{KEY_PREFIX, Target, Written};
 use report::{Machine, Report};
@@ -64,6 +69,9 @@ pub enum BenchError {
         got: u64,
         expected: u64,
     },
+    /// A random-read run completed no read in its time.
+    #[error("random reads: none completed ({errors} failed)")]
+    NoReads { errors: u64 },
     #[error("interrupted; the server was stopped and the objects written were deleted")]
     Interrupted,
 }
@@ -74,7 +82,7 @@ impl BenchError {
         match self {
             Self::Cli(e) => e.exit_code(),
             Self::Server(_) | Self::Measure(_) => code::LOCAL_IO,
-            Self::WrongCount { .. } => code::S3,
+            Self::WrongCount { .. } | Self::NoReads { .. } => code::S3,
             Self::Interrupted => INTERRUPTED_EXIT,
         }
     }
@@ -87,6 +95,8 @@ pub struct Plan {
     pub transfer_size: u64,
     pub repeat: usize,
     pub cases: Vec<CaseKind>,
+    /// How long each run of the `random` case reads.
+    pub random_duration: std::time::Duration,
 }
 
 impl Plan {
@@ -123,6 +133,11 @@ impl Plan {
             transfer_size: transfer_size as u64,
             repeat: repeat as usize,
             cases,
+            random_duration: if args.quick {
+                random::QUICK_SUITE_DURATION
+            } else {
+                random::SUITE_DURATION
+            },
         })
     }
 
@@ -133,7 +148,11 @@ impl Plan {
 
 /// Runs `brisk bench`, prints the result or the error, and returns the exit code.
 pub async fn run(global: GlobalArgs, args: BenchArgs) -> ExitCode {
-    match run_checked(&global, &args).await {
+    let outcome = match &args.command {
+        Some(BenchCommand::Random(random)) => random::run(&global, random).await,
+        None => run_checked(&global, &args).await,
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("brisk: bench: {e}");
@@ -156,19 +175,39 @@ async fn run_checked(global: &GlobalArgs, args: &BenchArgs) -> Result<(), BenchE
     let report = suite(global, args, &plan, notes, &status).await;
     status.clear();
     let report = report?;
+    emit(
+        global,
+        args.json_file.as_deref(),
+        &args.report,
+        &report.to_json(),
+        &report.table(),
+        &report.html(),
+    )
+}
+
+/// Prints the table (or the JSON document with `--json`; nothing with `-q`), writes the JSON to
+/// `--json-file` and the page to `<report>/index.html`.
+fn emit(
+    global: &GlobalArgs,
+    json_file: Option<&std::path::Path>,
+    report_dir: &std::path::Path,
+    json: &serde_json::Value,
+    table: &str,
+    html: &str,
+) -> Result<(), BenchError> {
     if global.json {
-        println!("{}", report.to_json());
+        println!("{json}");
     } else if !global.quiet {
-        print!("{}", report.table());
+        print!("{table}");
     }
-    if let Some(path) = &args.json_file {
-        let text = format!("{:#}\n", report.to_json());
-        std::fs::write(path, text)
+    if let Some(path) = json_file {
+        std::fs::write(path, format!("{json:#}\n"))
             .map_err(|e| CliError::local(format!("write {}", path.display()), e))?;
     }
-    let page = report.write_html(&args.report).map_err(|e| {
-        CliError::local(format!("write the report in {}", args.report.display()), e)
-    })?;
+    let page = report_dir.join(report::REPORT_FILE);
+    std::fs::create_dir_all(report_dir)
+        .and_then(|()| std::fs::write(&page, html))
+        .map_err(|e| CliError::local(format!("write the report in {}", report_dir.display()), e))?;
     if !global.quiet && !global.json {
         println!("report: {}", page.display());
     }
@@ -189,30 +228,13 @@ async fn suite(
         signal(SignalKind::interrupt()).map_err(|e| CliError::local("listen for Ctrl-C", e))?;
     let mut terminate =
         signal(SignalKind::terminate()).map_err(|e| CliError::local("listen for SIGTERM", e))?;
-    let parent = args.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let work = WorkDir::create(&parent)
-        .map_err(|e| CliError::local(format!("create a directory in {}", parent.display()), e))?;
-    let server = match &global.endpoint_url {
-        Some(_) => None,
-        None => {
-            status.show("starting the embedded server");
-            let root = work.path().join("server");
-            let extra = args.server_arg.clone();
-            let started = tokio::task::spawn_blocking(move || ServerProcess::start(&root, &extra))
-                .await
-                .map_err(|e| {
-                    CliError::local("start the embedded server", std::io::Error::other(e))
-                })?;
-            Some(started?)
-        }
-    };
-    let client = build_client(global, server.as_ref(), plan)?;
-    let options = TransferOptions {
-        part_size: global.part_size,
-        parts_in_flight: global.concurrency.max(1),
-        ..TransferOptions::default()
-    };
-    let (bucket, created_bucket) = prepare_bucket(&client, args, server.is_some()).await?;
+    let work = work_dir(args.work_dir.as_deref())?;
+    let server = start_server(global, &work, &args.server_arg, status).await?;
+    let largest_get = plan.get_sizes.iter().copied().max().unwrap_or(0) as usize;
+    let client = build_client(global, server.as_ref(), largest_get, 0)?;
+    let options = transfer_options(global);
+    let (bucket, created_bucket) =
+        prepare_bucket(&client, args.bucket.as_deref(), server.is_some()).await?;
     let target = Target {
         client: &client,
         bucket: &bucket,
@@ -249,20 +271,56 @@ async fn suite(
     // `server` (killed and reaped) and `work` (removed) are dropped here, and on every early return.
 }
 
+/// The run's directory under `--work-dir` or the system's temporary directory.
+fn work_dir(parent: Option<&std::path::Path>) -> Result<WorkDir, CliError> {
+    let parent = parent.map_or_else(std::env::temp_dir, ToOwned::to_owned);
+    WorkDir::create(&parent)
+        .map_err(|e| CliError::local(format!("create a directory in {}", parent.display()), e))
+}
+
+/// Starts the embedded server in `work` unless `--endpoint-url` is given.
+async fn start_server(
+    global: &GlobalArgs,
+    work: &WorkDir,
+    extra_args: &[String],
+    status: &Status,
+) -> Result<Option<ServerProcess>, BenchError> {
+    if global.endpoint_url.is_some() {
+        return Ok(None);
+    }
+    status.show("starting the embedded server");
+    let root = work.path().join("server");
+    let extra = extra_args.to_vec();
+    let started = tokio::task::spawn_blocking(move || ServerProcess::start(&root, &extra))
+        .await
+        .map_err(|e| CliError::local("start the embedded server", std::io::Error::other(e)))?;
+    Ok(Some(started?))
+}
+
+/// Transfers (and the objects' set-up) use the CLI's `--part-size` and `--concurrency`.
+fn transfer_options(global: &GlobalArgs) -> TransferOptions {
+    TransferOptions {
+        part_size: global.part_size,
+        parts_in_flight: global.concurrency.max(1),
+        ..TransferOptions::default()
+    }
+}
+
 /// The client: the embedded server's keys, or the usual configuration (flags, environment,
 /// profile). Without `--max-memory` the budget is the default 1 GiB plus the largest GET, so that a
-/// 1 GiB `get_bytes` never waits for blocks the pool keeps for reuse.
+/// 1 GiB `get_bytes` never waits for blocks the pool keeps for reuse. Connections per host: one
+/// more than `--concurrency`, or `connections` (random reads) if that is more.
 fn build_client(
     global: &GlobalArgs,
     server: Option<&ServerProcess>,
-    plan: &Plan,
+    largest_get: usize,
+    connections: usize,
 ) -> Result<Client, CliError> {
-    let largest_get = plan.get_sizes.iter().copied().max().unwrap_or(0) as usize;
     let budget = global
         .max_memory
         .unwrap_or(brisk_mem::DEFAULT_GLOBAL_BUDGET_BYTES.saturating_add(largest_get));
     let mut builder = Client::builder()
-        .max_connections_per_host(global.concurrency.max(1) + 1)
+        .max_connections_per_host((global.concurrency.max(1) + 1).max(connections))
         .memory_budget(MemoryBudget::new(budget));
     match server {
         Some(server) => {
@@ -294,11 +352,11 @@ fn build_client(
 /// `brisk-bench`, `--bucket` as given, or a new `brisk-bench-<random>`.
 async fn prepare_bucket(
     client: &Client,
-    args: &BenchArgs,
+    given: Option<&str>,
     embedded: bool,
 ) -> Result<(String, bool), BenchError> {
-    if let Some(bucket) = &args.bucket {
-        return Ok((bucket.clone(), false));
+    if let Some(bucket) = given {
+        return Ok((bucket.to_owned(), false));
     }
     let bucket = if embedded {
         EMBEDDED_BUCKET.to_owned()
@@ -348,7 +406,9 @@ async fn run_cases(
         }
     }
     let wants_upload = plan.has(CaseKind::Upload) || plan.has(CaseKind::Server);
-    if plan.has(CaseKind::Download) || wants_upload {
+    let wants_random = plan.has(CaseKind::Random);
+    if plan.has(CaseKind::Download) || wants_upload || wants_random {
+        // The random reads read the transfer object too, after the upload wrote it again.
         let key = format!("{KEY_PREFIX}transfer-{transfer}");
         let file: PathBuf = target.files.join("transfer.bin");
         status.show(&format!("storing a {transfer_label} object"));
@@ -360,7 +420,7 @@ async fn run_cases(
                     .download(&key, transfer, &file, &progress(label))
                     .await?,
             );
-        } else {
+        } else if wants_upload {
             status.show(&format!("downloading the {transfer_label} upload source"));
             target.fetch(&key, &file).await?;
         }
@@ -377,6 +437,18 @@ async fn run_cases(
             }
         }
         let _ = std::fs::remove_file(&file);
+        if wants_random {
+            let (block, depth) = (random::SUITE_BLOCK_SIZE, random::SUITE_QUEUE_DEPTH);
+            let label = format!("random {} QD {depth}", crate::size::human(block as u64));
+            let options = brisk_client::measure::MeasureOptions {
+                key: key.clone(),
+                block_size: block.min(transfer as usize),
+                queue_depth: depth,
+                duration: plan.random_duration,
+                ..Default::default()
+            };
+            results.push(target.random(&options, &progress(label)).await?);
+        }
     }
     Ok(results)
 }
@@ -402,7 +474,7 @@ fn command_line() -> String {
     words.join(" ")
 }
 
-/// The progress line on stderr: which case is running. Off with `--quiet` or when stderr is not a
+/// The progress line on stderr: which case or point is running. Off with `--quiet` or when stderr is not a
 /// terminal.
 #[derive(Debug)]
 struct Status {

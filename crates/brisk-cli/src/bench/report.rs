@@ -2,7 +2,6 @@
 //! document as a file (`--json-file`), and an HTML page with inline SVG bar charts (`--report`).
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -94,14 +93,14 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<20} {:>8} {:>12} {:>10} {:>11} {:>11} {:>9}",
+            "{:<24} {:>8} {:>12} {:>10} {:>11} {:>11} {:>9}",
             "case", "GiB/s", "of loopback", "CPU s/GiB", "peak RSS", "RSS growth", "growth/size"
         );
         for case in &self.cases {
             let median = |s: Option<Stats>| s.map(|s| s.median);
             let _ = writeln!(
                 out,
-                "{:<20} {:>8} {:>12} {:>10} {:>11} {:>11} {:>9}",
+                "{:<24} {:>8} {:>12} {:>10} {:>11} {:>11} {:>9}",
                 case.label,
                 fixed(median(case.gib_per_s()), 2),
                 percent(self.fraction_of_loopback(case)),
@@ -110,6 +109,9 @@ impl Report {
                 bytes(median(case.rss_growth())),
                 fixed(median(case.amplification()), 3),
             );
+        }
+        for case in self.cases.iter().filter(|c| !c.random.is_empty()) {
+            let _ = writeln!(out, "{}: {}", case.label, random_line(case));
         }
         let _ = writeln!(
             out,
@@ -162,6 +164,7 @@ impl Report {
                     "peak_rss_bytes": stats(c.peak_rss()),
                     "rss_growth_bytes": stats(c.rss_growth()),
                     "amplification": stats(c.amplification()),
+                    "random": random_json(c),
                     "samples": c.samples.iter().map(|s| json!({
                         "seconds": s.seconds,
                         "cpu_seconds": s.cpu_seconds,
@@ -194,14 +197,6 @@ impl Report {
             "cases": cases,
             "notes": self.notes,
         })
-    }
-
-    /// Writes `index.html` into `dir` (created if missing) and returns its path.
-    pub fn write_html(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        std::fs::create_dir_all(dir)?;
-        let path = dir.join(REPORT_FILE);
-        std::fs::write(&path, self.html())?;
-        Ok(path)
     }
 
     /// The HTML page: three charts, the table with min and max, the settings and the command.
@@ -323,11 +318,60 @@ impl Report {
             );
         }
         t.push_str("</table>\n");
+        for c in self.cases.iter().filter(|c| !c.random.is_empty()) {
+            let _ = writeln!(
+                t,
+                "<p><b>{}</b>: {} (medians; <code>brisk bench random</code> sweeps block size × \
+                 queue depth)</p>",
+                escape(&c.label),
+                escape(&random_line(c))
+            );
+        }
         t
     }
 }
 
-const STYLE: &str = "body{font:15px/1.4 system-ui,sans-serif;max-width:860px;margin:2em auto;color:#1a202c}\
+/// The `random` case's own figures in one line: IOPS, MiB/s, CPU, latency, threads, sockets.
+fn random_line(case: &CaseResult) -> String {
+    let median = |f: fn(&brisk_client::measure::Figures) -> f64| {
+        case.random_stats(f).map_or(0.0, |s| s.median)
+    };
+    format!(
+        "{:.0} IOPS, {:.1} MiB/s, {:.2} CPU s/GiB, p50 {:.2} ms, p99 {:.2} ms, {:.0} threads, \
+         {:.0} sockets, {:.0} errors",
+        median(|f| f.iops),
+        median(|f| f.mib_per_s),
+        median(|f| f.cpu_s_per_gib),
+        median(|f| f.latency_p50.as_secs_f64() * 1e3),
+        median(|f| f.latency_p99.as_secs_f64() * 1e3),
+        median(|f| f.threads as f64),
+        median(|f| f.sockets as f64),
+        case.random.iter().map(|f| f.errors).sum::<u64>() as f64,
+    )
+}
+
+/// The `random` case's figures for the JSON document (null for other cases).
+fn random_json(case: &CaseResult) -> Value {
+    use brisk_client::measure::Figures;
+    if case.random.is_empty() {
+        return Value::Null;
+    }
+    let stats = |f: fn(&Figures) -> f64| match case.random_stats(f) {
+        Some(s) => json!({"median": s.median, "min": s.min, "max": s.max}),
+        None => Value::Null,
+    };
+    json!({
+        "block_size": case.bytes,
+        "iops": stats(|f| f.iops),
+        "mib_per_s": stats(|f| f.mib_per_s),
+        "cpu_s_per_gib": stats(|f| f.cpu_s_per_gib),
+        "p50_ms": stats(|f| f.latency_p50.as_secs_f64() * 1e3),
+        "p99_ms": stats(|f| f.latency_p99.as_secs_f64() * 1e3),
+        "runs": case.random.iter().map(super::random::figures_json).collect::<Vec<_>>(),
+    })
+}
+
+pub(super) const STYLE: &str = "body{font:15px/1.4 system-ui,sans-serif;max-width:860px;margin:2em auto;color:#1a202c}\
 h1{margin-bottom:0}.sub{color:#4a5568}table{border-collapse:collapse}\
 td,th{padding:4px 10px;border-bottom:1px solid #e2e8f0;text-align:right}\
 td:first-child,th:first-child{text-align:left}svg{display:block;margin:1em 0}\
@@ -347,6 +391,7 @@ impl Bar {
         let color = match case.kind {
             CaseKind::Loopback => "#a0aec0",
             CaseKind::Server => "#dd6b20",
+            CaseKind::Random => "#2f855a",
             _ => "#2b6cb0",
         };
         Self {
@@ -433,7 +478,7 @@ fn bar_chart(title: &str, bars: &[Bar], reference: Option<(String, f64)>) -> Str
     svg
 }
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -473,6 +518,7 @@ mod tests {
             kind,
             label: label.to_owned(),
             bytes,
+            random: Vec::new(),
             samples: vec![Sample {
                 seconds,
                 cpu_seconds: seconds / 2.0,

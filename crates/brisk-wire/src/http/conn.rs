@@ -263,7 +263,14 @@ pub struct HttpConnection<S> {
     must_close: bool,
     read_eof: bool,
     broken: bool,
+    /// Client: the most bytes one read of the next response head takes from the socket (see
+    /// [`HttpConnection::limit_next_head_read`]).
+    head_read_limit: Option<usize>,
 }
+
+/// The smallest head read [`HttpConnection::limit_next_head_read`] allows: 4 KiB holds the head of
+/// any S3 response to a GET (a few hundred bytes to 1 KiB), so one read still takes a whole head.
+pub const MIN_HEAD_READ: usize = 4096;
 
 impl<S> HttpConnection<S>
 where
@@ -290,7 +297,19 @@ where
             must_close: false,
             read_eof: false,
             broken: false,
+            head_read_limit: None,
         }
+    }
+
+    /// Client: the reads of the next response head take at most `limit` bytes (at least
+    /// [`MIN_HEAD_READ`]) from the socket, instead of all the read buffer can hold. For a response
+    /// whose body is larger than the read buffer: a full-buffer read would pull up to a buffer of
+    /// its body in with the head, to be copied into the destination a second time, whereas the body
+    /// after a short head read goes from the socket straight into the destination. With pipelined
+    /// responses waiting in the socket this is what every head read would otherwise do. Applies to
+    /// the next head only.
+    pub fn limit_next_head_read(&mut self, limit: usize) {
+        self.head_read_limit = Some(limit.max(MIN_HEAD_READ));
     }
 
     /// The limits in force.
@@ -410,6 +429,7 @@ where
         self.check_usable()?;
         self.finish_previous_body().await?;
         let result = self.read_final_response(head, request_method).await;
+        self.head_read_limit = None;
         self.track(result)
     }
 
@@ -503,7 +523,12 @@ where
                 return self.eof_in_head();
             }
             self.make_room_for_head();
-            let n = self.stream.read(&mut self.buf[self.end..]).await?;
+            let room = self.buf.len() - self.end;
+            let want = self.head_read_limit.map_or(room, |limit| limit.min(room));
+            let n = self
+                .stream
+                .read(&mut self.buf[self.end..self.end + want])
+                .await?;
             if n == 0 {
                 self.read_eof = true;
                 return self.eof_in_head();
@@ -976,6 +1001,50 @@ mod tests {
             let mut second = [0u8; 2];
             assert_eq!(conn.read_body(&mut second).await.unwrap(), 2);
             assert_eq!(&second, b"ok");
+        });
+    }
+
+    /// A limited head read leaves a large body in the stream, to be read into the destination
+    /// once; an unlimited one takes a buffer of it with the head. The limit is for one head only.
+    #[test]
+    fn a_limited_head_read_leaves_the_body_in_the_stream() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (client, mut server) = tokio::io::duplex(1 << 20);
+            let mut conn = HttpConnection::with_config(
+                client,
+                ConnectionConfig {
+                    read_buffer_size: 64 * 1024,
+                    limits: Limits::default(),
+                },
+            );
+            let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+            for _ in 0..2 {
+                server
+                    .write_all(b"HTTP/1.1 206 Partial Content\r\ncontent-length: 200000\r\n\r\n")
+                    .await
+                    .unwrap();
+                server.write_all(&body).await.unwrap();
+            }
+            let mut head = ResponseHead::new();
+            let mut dst = vec![0u8; body.len()];
+            conn.limit_next_head_read(1);
+            conn.read_response_head(&mut head, "GET").await.unwrap();
+            assert!(
+                conn.buffered().len() <= MIN_HEAD_READ,
+                "{} bytes buffered",
+                conn.buffered().len()
+            );
+            assert_eq!(conn.read_body_into(&mut dst).await.unwrap(), body.len());
+            assert_eq!(dst, body);
+            // The next head is read without a limit: the buffer fills with the body behind it.
+            conn.read_response_head(&mut head, "GET").await.unwrap();
+            assert!(conn.buffered().len() > MIN_HEAD_READ);
+            assert_eq!(conn.read_body_into(&mut dst).await.unwrap(), body.len());
+            assert_eq!(dst, body);
         });
     }
 

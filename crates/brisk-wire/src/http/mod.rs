@@ -25,7 +25,9 @@ pub mod limits;
 
 pub use body::{BodyFraming, content_length};
 pub use chunked::{CHUNK_END, ChunkHeader, ChunkedDecoder, LAST_CHUNK, write_last_chunk};
-pub use conn::{ConnectionConfig, ContinueOutcome, DEFAULT_READ_BUFFER_SIZE, HttpConnection};
+pub use conn::{
+    ConnectionConfig, ContinueOutcome, DEFAULT_READ_BUFFER_SIZE, HttpConnection, MIN_HEAD_READ,
+};
 pub use error::HttpError;
 pub use head::{ParseStatus, RequestHead, ResponseHead, Version, canonical_reason, keep_alive};
 pub use headers::Headers;

@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""Random reads at queue depth: brisk next to boto3, awscrt and obstore, each client in its own process,
+against one server.
+
+Run through `bench/random.sh` (which makes the pinned venv and builds brisk); by hand:
+
+    .bench-venv/bin/python bench/random.py run [--server brisk|minio] [--quick] [--repeats N]
+                           [--points 256KiB:1,256KiB:16,...] [--duration S] [--clients brisk,boto3,...]
+    .bench-venv/bin/python bench/random.py table bench/results/random-brisk-DATE.tsv
+    .bench-venv/bin/python bench/random.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS
+
+`run` starts ONE server (`brisk serve` with fsync on, or MinIO; the start/stop logic of compare.py),
+writes one object (1 GiB, 64 MiB with --quick) with `brisk cp`, then runs every point with every client,
+REPEATS times, the clients in a rotated order in each repeat so that the machine's drift hits all of them
+alike. A point is (block size, queue depth): for DURATION seconds, reads of one block at a random
+block-aligned offset are kept QUEUE DEPTH in flight (a closed loop: each completion starts the next).
+Default points: 256 KiB at queue depth 1, 16 and 64, and 4 KiB and 1 MiB at queue depth 64.
+
+Each client is used the way its documentation shows for concurrent ranged reads:
+
+  brisk    the release example `random_read` (`brisk_client::measure`: one BatchReader, 8 connections,
+           pipelining auto, caller buffers reused)
+  boto3    a ThreadPoolExecutor of QUEUE DEPTH threads, each looping get_object(Range=...)["Body"].read();
+           max_pool_connections = QUEUE DEPTH (its default, 10, would make threads wait for connections)
+  awscrt   S3Client (default throughput target) GET_OBJECT meta-requests with a Range header, bodies
+           written into one pre-sized buffer per slot; each completion submits the next request
+  obstore  QUEUE DEPTH asyncio tasks, each looping get_range_async(store, key, start, length)
+
+What is measured, and from where:
+
+  - IOPS, MiB/s, p50/p99: inside the client process, reads completed within the window (the driver's
+    output). Latency is from a read's start to its completion.
+  - Client CPU over the window: the Python drivers print START when the window opens and END when it
+    closes; this script reads utime + stime of the child's /proc/<pid>/stat at each mark (from
+    outside). The brisk example reads the same counters of its own process at the same two moments
+    (`/proc/self/stat`, in `measure`), so the two figures count the same thing.
+  - Client CPU of the whole process (start-up, imports, connections, the window, shutdown) and its
+    peak RSS: `/usr/bin/time -v`, from outside; a second column, to show what start-up adds.
+  - Threads and sockets: /proc/<pid>/status and /proc/<pid>/fd at END (the brisk example reports its
+    own the same way).
+  - Server CPU: utime + stime of the server's /proc/<pid>/stat before and after each client process,
+    per GiB read and per 1000 reads (it includes the few reads still in flight at the end).
+
+Writes bench/results/random-SERVER-DATE.{tsv,md} and prints the table and the command line.
+"""
+
+import os
+import sys
+
+# This file is named random.py: its directory must not shadow the standard library's `random` (which
+# it and tempfile, urllib, ... import). compare.py is loaded by its path instead.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import datetime  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+# The server, environment and set-up helpers of bench/compare.py.
+_spec = importlib.util.spec_from_file_location("compare", os.path.join(_HERE, "compare.py"))
+compare = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare)
+
+ROOT = compare.ROOT
+BUCKET = "random"
+KEY = "random-object"
+CLIENTS = ("brisk", "boto3", "awscrt", "obstore")
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+DEFAULT_POINTS = ((256 * KIB, 1), (256 * KIB, 16), (256 * KIB, 64), (4 * KIB, 64), (MIB, 64))
+QUICK_POINTS = ((256 * KIB, 16), (4 * KIB, 16))
+FULL_OBJECT, QUICK_OBJECT = GIB, 64 * MIB
+FULL_DURATION, QUICK_DURATION = 5.0, 1.0
+# A run is killed after its duration plus this much (start-up, the object's HEAD, shutdown).
+RUN_SLACK_S = 120
+SEED = 0x5EED
+HEADLINE = (256 * KIB, 64)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Drivers: what runs inside one measured process. Each prints START when its window opens, END when it
+# closes, then one JSON line.
+
+
+class Window:
+    """The measured window: START/END marks on stdout, reads and latencies within it."""
+
+    def __init__(self, duration):
+        self.duration = duration
+        self.latencies = []
+        self.reads = self.bytes = self.errors = 0
+        self.lock = threading.Lock()
+
+    def open(self):
+        print("START", flush=True)
+        self.started = time.monotonic()
+        self.deadline = self.started + self.duration
+
+    def close(self):
+        self.ended = min(time.monotonic(), self.deadline + 1.0)
+        print("END", flush=True)
+
+    def done(self, begun, n, ok=True):
+        now = time.monotonic()
+        if now >= self.deadline:
+            return False
+        with self.lock:
+            if ok:
+                self.reads += 1
+                self.bytes += n
+                self.latencies.append(now - begun)
+            else:
+                self.errors += 1
+        return True
+
+    def report(self, block):
+        lat = sorted(self.latencies)
+        pick = (lambda p: lat[min(int(len(lat) * p), len(lat) - 1)] * 1e3) if lat else (lambda p: 0.0)
+        seconds = self.duration
+        print(json.dumps({"reads": self.reads, "errors": self.errors, "bytes": self.bytes, "seconds": seconds,
+                          "iops": self.reads / seconds, "mib_per_s": self.bytes / MIB / seconds,
+                          "p50_ms": pick(0.5), "p99_ms": pick(0.99), "block_size": block}))
+
+
+def drive_boto3(endpoint, bucket, key, block, depth, window):
+    import boto3
+    from botocore.config import Config
+
+    s3 = boto3.client("s3", endpoint_url=endpoint,
+                      config=Config(s3={"addressing_style": "path"}, max_pool_connections=depth))
+    size = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
+    blocks = size // block
+
+    def worker(seed):
+        rng = random.Random(seed)
+        while True:
+            off = rng.randrange(blocks) * block
+            begun = time.monotonic()
+            if begun >= window.deadline:
+                return
+            try:
+                n = len(s3.get_object(Bucket=bucket, Key=key, Range=f"bytes={off}-{off + block - 1}")["Body"].read())
+                ok = n == block
+            except Exception:  # counted, as the other clients' failed reads are
+                n, ok = 0, False
+            window.done(begun, n, ok)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=depth) as pool:
+        window.open()
+        futures = [pool.submit(worker, SEED + i) for i in range(depth)]
+        time.sleep(max(0.0, window.deadline - time.monotonic()))
+        window.close()
+        for f in futures:
+            f.result()
+
+
+def drive_awscrt(endpoint, bucket, key, block, depth, window):
+    from awscrt import auth, http, io, s3
+
+    host = endpoint.split("://", 1)[1]
+    elg = io.EventLoopGroup()
+    bootstrap = io.ClientBootstrap(elg, io.DefaultHostResolver(elg))
+    credentials = auth.AwsCredentialsProvider.new_static(compare.ACCESS_KEY, compare.SECRET_KEY)
+    client = s3.S3Client(
+        bootstrap=bootstrap,
+        region=compare.REGION,
+        tls_mode=s3.S3RequestTlsMode.DISABLED,
+        signing_config=s3.create_default_s3_signing_config(region=compare.REGION,
+                                                           credential_provider=credentials),
+    )
+    import boto3  # the object's size only (not measured: before the window)
+    from botocore.config import Config
+
+    size = boto3.client("s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})) \
+        .head_object(Bucket=bucket, Key=key)["ContentLength"]
+    blocks = size // block
+    rng = random.Random(SEED)
+    in_flight = [0]
+    idle = threading.Condition()
+    keep = set()  # meta-requests alive until done
+
+    def submit(slot):
+        buf = memoryview(bytearray(block))
+        off = rng.randrange(blocks) * block
+        got = [0]
+        begun = time.monotonic()
+
+        def on_body(chunk, offset, **kwargs):
+            # offset is the position in the object; the range starts at off.
+            at = offset - off
+            if not 0 <= at <= block - len(chunk):
+                at = got[0]
+            buf[at:at + len(chunk)] = chunk
+            got[0] += len(chunk)
+
+        def on_done(error=None, **kwargs):
+            ok = error is None and got[0] == block
+            more = window.done(begun, got[0], ok)
+            with idle:
+                keep.discard(holder[0])
+                if more:
+                    submit(slot)
+                else:
+                    in_flight[0] -= 1
+                    idle.notify_all()
+
+        headers = http.HttpHeaders([("host", host), ("range", f"bytes={off}-{off + block - 1}")])
+        request = http.HttpRequest("GET", f"/{bucket}/{key}", headers)
+        holder = [None]
+        holder[0] = client.make_request(type=s3.S3RequestType.GET_OBJECT, request=request,
+                                        on_body=on_body, on_done=on_done)
+        keep.add(holder[0])
+
+    window.open()
+    with idle:
+        for slot in range(depth):
+            in_flight[0] += 1
+            submit(slot)
+    time.sleep(max(0.0, window.deadline - time.monotonic()))
+    window.close()
+    with idle:
+        idle.wait_for(lambda: in_flight[0] == 0, timeout=60)
+
+
+def drive_obstore(endpoint, bucket, key, block, depth, window):
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(bucket, endpoint=endpoint, region=compare.REGION, access_key_id=compare.ACCESS_KEY,
+                    secret_access_key=compare.SECRET_KEY, virtual_hosted_style_request=False,
+                    client_options={"allow_http": True})
+
+    async def main():
+        size = (await obstore.head_async(store, key))["size"]
+        blocks = size // block
+
+        async def worker(seed):
+            rng = random.Random(seed)
+            while True:
+                off = rng.randrange(blocks) * block
+                begun = time.monotonic()
+                if begun >= window.deadline:
+                    return
+                try:
+                    n = len(await obstore.get_range_async(store, key, start=off, length=block))
+                    ok = n == block
+                except Exception:
+                    n, ok = 0, False
+                window.done(begun, n, ok)
+
+        async def closer():
+            await asyncio.sleep(max(0.0, window.deadline - time.monotonic()))
+            window.close()
+
+        window.open()
+        await asyncio.gather(closer(), *(worker(SEED + i) for i in range(depth)))
+
+    asyncio.run(main())
+
+
+DRIVERS = {"boto3": drive_boto3, "awscrt": drive_awscrt, "obstore": drive_obstore}
+
+
+def drive(client, endpoint, bucket, key, block, depth, seconds):
+    block, depth = int(block), int(depth)
+    window = Window(float(seconds))
+    DRIVERS[client](endpoint, bucket, key, block, depth, window)
+    window.report(block)
+    sys.stdout.flush()
+    os._exit(0)  # no interpreter teardown (awscrt's threads): the window is over
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run.
+
+
+def proc_threads_sockets(pid):
+    threads = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                threads = int(line.split()[1])
+    sockets = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                sockets += 1
+        except OSError:
+            pass
+    return threads, sockets
+
+
+def client_command(client, endpoint, block, depth, seconds):
+    if client == "brisk":
+        return [compare.brisk_example("random_read"), "--endpoint-url", endpoint, "--bucket", BUCKET,
+                "--key", KEY, "--block-size", str(block), "--queue-depth", str(depth), "--duration",
+                f"{seconds}s", "--json"]
+    return [sys.executable, os.path.abspath(__file__), "drive", client, endpoint, BUCKET, KEY, str(block),
+            str(depth), str(seconds)]
+
+
+def measure(server, client, block, depth, seconds):
+    """One measured process; returns a result row (status "ok" or what went wrong)."""
+    row = {"server": server.kind, "client": client, "block": block, "depth": depth}
+    # Under /usr/bin/time -v, as in compare.py: a small parent, so the client's peak RSS is its own
+    # (ru_maxrss survives exec, and this script's would be inherited otherwise).
+    cmd = ["/usr/bin/time", "-v", *client_command(client, server.endpoint, block, depth, seconds)]
+    server_cpu0 = server.cpu_seconds()
+    proc = subprocess.Popen(cmd, env=compare.client_env(server.endpoint), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    killer = threading.Timer(seconds + RUN_SLACK_S, proc.kill)
+    killer.start()
+    marks, lines = {}, []
+    try:
+        for line in proc.stdout:
+            line = line.strip()
+            if line in ("START", "END"):
+                # The client is the only child of `time`.
+                with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+                    pid = int(f.read().split()[0])
+                marks[line] = compare.process_cpu_seconds(pid)
+                if line == "END":
+                    row["threads"], row["sockets"] = proc_threads_sockets(pid)
+            elif line:
+                lines.append(line)
+        stderr = proc.stderr.read()
+        proc.wait()
+    finally:
+        killer.cancel()
+    row["server_cpu_s"] = server.cpu_seconds() - server_cpu0
+    if proc.returncode != 0:
+        said = " ".join(stderr.split("\tCommand being timed:")[0].strip().splitlines()[-3:])[-300:]
+        return {**row, "status": f"exit {proc.returncode}: {said}"}
+    try:
+        out = json.loads(lines[-1])
+        outside = compare.parse_time_v(stderr)
+    except (IndexError, ValueError, KeyError) as e:
+        return {**row, "status": f"unreadable output: {e}"}
+    row["process_cpu_s"] = outside["user_s"] + outside["sys_s"]
+    row["max_rss_kib"] = outside["max_rss_kib"]
+    row.update(reads=out["reads"], errors=out["errors"], bytes=out["bytes"], seconds=out["duration_s"]
+               if "duration_s" in out else out["seconds"], p50_ms=out["p50_ms"], p99_ms=out["p99_ms"])
+    if client == "brisk":
+        row["window_cpu_s"] = out["cpu_s"]
+        row["threads"], row["sockets"] = out["threads"], out["sockets"]
+    else:
+        if "START" not in marks or "END" not in marks:
+            return {**row, "status": "no START/END marks"}
+        row["window_cpu_s"] = marks["END"] - marks["START"]
+    if row["reads"] == 0:
+        return {**row, "status": f"no reads ({row['errors']} errors)"}
+    if row["bytes"] != row["reads"] * block:
+        return {**row, "status": f"read {row['bytes']} bytes in {row['reads']} reads of {block}"}
+    return {**row, "status": "ok" if row["errors"] == 0 else f"ok, {row['errors']} errors"}
+
+
+TSV_FIELDS = ("server", "client", "block", "depth", "repeat", "status", "reads", "errors", "bytes", "seconds",
+              "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "max_rss_kib", "threads", "sockets",
+              "server_cpu_s")
+
+
+def parse_points(text):
+    points = []
+    for item in text.split(","):
+        size, _, depth = item.partition(":")
+        points.append((compare.parse_size(size), int(depth)))
+    return tuple(points)
+
+
+def run(args):
+    points = parse_points(args.points) if args.points else (QUICK_POINTS if args.quick else DEFAULT_POINTS)
+    seconds = args.duration or (QUICK_DURATION if args.quick else FULL_DURATION)
+    object_size = compare.parse_size(args.object_size) if args.object_size else (
+        QUICK_OBJECT if args.quick else FULL_OBJECT)
+    repeats = args.repeats or (1 if args.quick else 3)
+    clients = args.clients.split(",")
+    for name in clients:
+        if name not in CLIENTS:
+            sys.exit(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
+    minio = compare.find_minio(args.minio) if args.server == "minio" else None
+    os.makedirs(args.scratch, exist_ok=True)
+    work = os.path.join(args.scratch, f"random-{os.getpid()}")
+    os.makedirs(work)
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+    meta = {
+        "command": args.command_line,
+        "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "server": args.server,
+        "repeats": repeats,
+        "seconds": seconds,
+        "object_size": object_size,
+        "points": [list(p) for p in points],
+        "load_before": open("/proc/loadavg").read().split()[:3],
+        "versions": compare.versions(minio),
+    }
+    rows = []
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"random-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
+    partial = open(stem + ".partial.tsv", "w")
+    partial.write("\t".join(TSV_FIELDS) + "\n")
+    server = compare.Server(args.server, os.path.join(work, "data"), minio)
+    loads = []
+    try:
+        compare.admin_client(server.endpoint).create_bucket(Bucket=BUCKET)
+        source = os.path.join(work, "source")
+        compare.write_random_file(source, object_size)
+        subprocess.run([os.path.join(ROOT, "target/release/brisk"), "cp", "-q", source, f"s3://{BUCKET}/{KEY}"],
+                       env=compare.client_env(server.endpoint), check=True, timeout=600)
+        os.unlink(source)
+        print(f"{args.server} on {server.endpoint}; {object_size // MIB} MiB object written", file=sys.stderr)
+        for rep in range(repeats):
+            order = clients[rep % len(clients):] + clients[: rep % len(clients)]
+            for block, depth in points:
+                for client in order:
+                    row = measure(server, client, block, depth, seconds)
+                    row["repeat"] = rep + 1
+                    rows.append(row)
+                    partial.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+                    partial.flush()
+                    print(progress_line(row), file=sys.stderr)
+            loads.append(open("/proc/loadavg").read().split()[:3])
+    finally:
+        server.close()
+        shutil.rmtree(work, ignore_errors=True)
+    meta["load_after_each_repeat"] = loads
+    partial.close()
+    os.unlink(stem + ".partial.tsv")
+    with open(stem + ".tsv", "w") as f:
+        f.write(f"# {json.dumps(meta)}\n")
+        f.write("\t".join(TSV_FIELDS) + "\n")
+        for row in rows:
+            f.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+    text = table(meta, rows)
+    with open(stem + ".md", "w") as f:
+        f.write(text)
+    print(text)
+    print(f"rows in {stem}.tsv; table in {stem}.md", file=sys.stderr)
+
+
+def progress_line(row):
+    head = f"{row['repeat']} {row['block'] // KIB} KiB QD {row['depth']} {row['client']}"
+    if not row["status"].startswith("ok"):
+        return f"{head}: {row['status']}"
+    return (f"{head}: {row['reads'] / row['seconds']:.0f} IOPS, "
+            f"{row['window_cpu_s'] / (row['bytes'] / GIB):.2f} CPU s/GiB, p99 {row['p99_ms']:.1f} ms, "
+            f"{row['threads']} threads, {row['sockets']} sockets")
+
+
+def read_tsv(path):
+    with open(path) as f:
+        meta = json.loads(f.readline()[2:])
+        header = f.readline().rstrip("\n").split("\t")
+        rows = []
+        for line in f:
+            row = dict(zip(header, line.rstrip("\n").split("\t")))
+            for k in ("block", "depth", "repeat", "reads", "errors", "bytes", "max_rss_kib", "threads", "sockets"):
+                row[k] = int(row[k]) if row.get(k) else None
+            for k in ("seconds", "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "server_cpu_s"):
+                row[k] = float(row[k]) if row.get(k) else None
+            rows.append(row)
+    return meta, rows
+
+
+def size_label(size):
+    return f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
+
+
+def table(meta, rows):
+    clients = list(dict.fromkeys(r["client"] for r in rows))
+    ok, failed = {}, {}
+    for r in rows:
+        key = (r["client"], r["block"], r["depth"])
+        (ok if r["status"].startswith("ok") else failed).setdefault(key, []).append(r)
+    med = lambda runs, f: statistics.median(f(r) for r in runs)  # noqa: E731
+    iops = lambda r: r["reads"] / r["seconds"]  # noqa: E731
+    gib = lambda r: r["bytes"] / GIB  # noqa: E731
+    cpu = lambda r: r["window_cpu_s"] / gib(r)  # noqa: E731
+    out = [f"Command: `{meta['command']}`", "",
+           f"Server `{meta['server']}`, {meta['started']}, {meta['repeats']} repeat(s) of {meta['seconds']} s per "
+           f"point, medians, a {meta['object_size'] // MIB} MiB object; load average before "
+           f"{' '.join(meta['load_before'])}, after each repeat "
+           f"{'; '.join(' '.join(l) for l in meta.get('load_after_each_repeat', []))}; versions: "
+           + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", "",
+           "| block | QD | client | IOPS (range) | MiB/s | client CPU s/GiB (window) | whole process CPU s | "
+           "p50 / p99 ms | threads | sockets | peak RSS MiB | server CPU s/GiB | server CPU ms per 1000 reads |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    headline = {}
+    for block, depth in [tuple(p) for p in meta["points"]]:
+        for client in clients:
+            key = (client, block, depth)
+            runs = ok.get(key)
+            if not runs:
+                why = failed.get(key, [{"status": "not run"}])[0]["status"]
+                out.append(f"| {size_label(block)} | {depth} | {client} | failed: {why} | | | | | | | | | |")
+                continue
+            rates = [iops(r) for r in runs]
+            note = f" ({len(failed[key])} failed)" if key in failed else ""
+            rng = f" ({min(rates):.0f}–{max(rates):.0f})" if len(rates) > 1 else ""
+            if (block, depth) == HEADLINE:
+                headline[client] = (statistics.median(rates), med(runs, cpu))
+            out.append(
+                f"| {size_label(block)} | {depth} | {client} | {statistics.median(rates):.0f}{rng}{note} | "
+                f"{med(runs, lambda r: r['bytes'] / MIB / r['seconds']):.0f} | {med(runs, cpu):.3f} | "
+                f"{med(runs, lambda r: r['process_cpu_s']):.2f} | "
+                f"{med(runs, lambda r: r['p50_ms']):.1f} / {med(runs, lambda r: r['p99_ms']):.1f} | "
+                f"{med(runs, lambda r: r['threads']):.0f} | {med(runs, lambda r: r['sockets']):.0f} | "
+                f"{med(runs, lambda r: r['max_rss_kib']) / 1024:.0f} | "
+                f"{med(runs, lambda r: r['server_cpu_s'] / gib(r)):.2f} | "
+                f"{med(runs, lambda r: r['server_cpu_s'] * 1e6 / r['reads']):.0f} |")
+    out.append("")
+    if "brisk" in headline and len(headline) > 1:
+        others = {c: v for c, v in headline.items() if c != "brisk"}
+        best = max(others, key=lambda c: others[c][0])
+        b_iops, b_cpu = headline["brisk"]
+        o_iops, o_cpu = others[best]
+        reached = b_iops >= 2 * o_iops and b_cpu <= o_cpu / 3
+        out += [f"Goal at 256 KiB, queue depth 64 (at least 2x the IOPS of the best other client, at most a "
+                f"third of its client CPU per GiB): best other client {best}, {o_iops:.0f} IOPS at "
+                f"{o_cpu:.3f} CPU s/GiB; brisk {b_iops:.0f} IOPS ({b_iops / o_iops:.2f}x) at {b_cpu:.3f} CPU s/GiB "
+                f"({b_cpu / o_cpu:.2f}x): {'reached' if reached else 'not reached'}.", ""]
+    return "\n".join(out)
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "drive":
+        if len(sys.argv) != 9:
+            sys.exit("usage: random.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS")
+        drive(*sys.argv[2:])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "table":
+        print(table(*read_tsv(sys.argv[2])))
+        return
+    ap = argparse.ArgumentParser(description="random reads: brisk next to boto3, awscrt and obstore")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--server", choices=("brisk", "minio"), default="brisk")
+    r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then /work/main/.tools/bin/minio)")
+    r.add_argument("--quick", action="store_true", help="2 points of 1 s, a 64 MiB object, 1 repeat")
+    r.add_argument("--points", help="BLOCK:DEPTH,... e.g. 256KiB:64,4KiB:64")
+    r.add_argument("--duration", type=float, help="seconds per point and client (default 5)")
+    r.add_argument("--object-size", help="e.g. 1GiB")
+    r.add_argument("--repeats", type=int, help="repeats of every point (default 3)")
+    r.add_argument("--clients", default=",".join(CLIENTS))
+    r.add_argument("--scratch", default="/work/scratch-compare", help="server data and the source file")
+    r.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    r.add_argument("--command-line", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if not args.command_line:
+        args.command_line = shlex.join(["bench/random.py", *sys.argv[1:]])
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
