@@ -414,6 +414,10 @@ def run(args):
     work = os.path.join(args.scratch, f"compare-{os.getpid()}")
     os.makedirs(work)
     source = os.path.join(work, "source")
+    # Downloads land here (one at a time, removed after each run): the work dir on the scratch disk,
+    # or a tmpfs (/dev/shm) to measure against PEERS.md's receive-and-write floor.
+    download_dir = args.download_dir or work
+    os.makedirs(download_dir, exist_ok=True)
     started_at = datetime.datetime.now(datetime.timezone.utc)
     meta = {
         "command": args.command_line,
@@ -423,6 +427,7 @@ def run(args):
         "get_sizes": list(get_sizes),
         "file_size": file_size,
         "scratch": args.scratch,
+        "download_dir": args.download_dir or "(scratch)",
         "load_before": open("/proc/loadavg").read().split()[:3],
         "versions": versions(minio),
     }
@@ -459,7 +464,7 @@ def run(args):
                         key, path = {
                             "baseline": ("baseline", None),
                             "get": (f"get-{size}", None),
-                            "download": ("download", os.path.join(work, f"download-{client}")),
+                            "download": ("download", os.path.join(download_dir, f"download-{client}")),
                             "upload": (f"upload-{client}", source),
                         }[case]
                         row = measure(server, client, case, key, size, path)
@@ -662,6 +667,8 @@ def main():
     r.add_argument("--cases", default=",".join(CASES))
     r.add_argument("--scratch", default="/work/scratch-compare",
                    help="server data, source file and downloads (default /work/scratch-compare)")
+    r.add_argument("--download-dir",
+                   help="where downloads are written (default: the scratch dir), e.g. /dev/shm")
     r.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
     r.add_argument("--command-line", help=argparse.SUPPRESS)
     args = ap.parse_args()

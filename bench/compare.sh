@@ -7,7 +7,8 @@
 #   bench/compare.sh --quick           16 + 64 MiB in memory, 256 MiB files, 1 repeat (a minute or two)
 #
 # Further options (bench/compare.py run --help): --repeats N, --get-sizes 256MiB,1GiB, --file-size 4GiB,
-# --clients brisk,boto3, --cases get,download,upload, --scratch DIR (default /work/scratch-compare:
+# --clients brisk,boto3, --cases get,download,upload, --download-dir DIR (e.g. /dev/shm: downloads to
+# tmpfs, as PEERS.md measured them), --scratch DIR (default /work/scratch-compare:
 # server data, the source file and downloads; up to 5 times the file size at once), --out DIR.
 # Writes bench/results/compare-SERVER-DATE.{tsv,json,md}; `bench/compare.py table FILE.tsv` reprints
 # the tables from the raw rows.
