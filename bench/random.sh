@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Random reads at queue depth: brisk next to boto3, awscrt and obstore against one server, each client in
-# its own process (bench/random.py says how each is driven and measured). One command regenerates the
+# its own process (bench/random_reads.py says how each is driven and measured). One command regenerates the
 # "Random reads" table of BENCHMARKS.md:
 #
 #   bench/random.sh                    brisk serve (fsync on), 1 GiB object, 5 points x 4 clients x 3 repeats of 5 s
 #   bench/random.sh --server minio     the same against MinIO (.tools/bin/minio or /work/main/.tools/bin/minio)
 #   bench/random.sh --quick            2 points of 1 s, a 64 MiB object, 1 repeat (a minute)
 #
-# Further options (bench/random.py run --help): --points 256KiB:64,4KiB:64, --duration S, --repeats N,
+# Further options (bench/random_reads.py run --help): --points 256KiB:64,4KiB:64, --duration S, --repeats N,
 # --clients brisk,obstore, --object-size 1GiB, --scratch DIR (default /work/scratch-compare), --out DIR.
-# Writes bench/results/random-SERVER-DATE.{tsv,md}; `bench/random.py table FILE.tsv` reprints the table.
+# Writes bench/results/random-SERVER-DATE.{tsv,md}; `bench/random_reads.py table FILE.tsv` reprints the table.
 #
 # The Python clients are installed at the pinned versions of bench/compare.sh into .bench-venv/ (reused
 # when the versions match). Needs python3 with venv and cargo.
@@ -35,4 +35,4 @@ done
 cargo build --release --locked --quiet -p brisk-client --example random_read
 cargo build --release --locked --quiet -p brisk-cli
 
-exec "$venv/bin/python" bench/random.py run --command-line "bench/random.sh${*:+ $*}" "$@"
+exec "$venv/bin/python" bench/random_reads.py run --command-line "bench/random.sh${*:+ $*}" "$@"

@@ -4,10 +4,10 @@ against one server.
 
 Run through `bench/random.sh` (which makes the pinned venv and builds brisk); by hand:
 
-    .bench-venv/bin/python bench/random.py run [--server brisk|minio] [--quick] [--repeats N]
+    .bench-venv/bin/python bench/random_reads.py run [--server brisk|minio] [--quick] [--repeats N]
                            [--points 256KiB:1,256KiB:16,...] [--duration S] [--clients brisk,boto3,...]
-    .bench-venv/bin/python bench/random.py table bench/results/random-brisk-DATE.tsv
-    .bench-venv/bin/python bench/random.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS
+    .bench-venv/bin/python bench/random_reads.py table bench/results/random-brisk-DATE.tsv
+    .bench-venv/bin/python bench/random_reads.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS
 
 `run` starts ONE server (`brisk serve` with fsync on, or MinIO; the start/stop logic of compare.py),
 writes one object (1 GiB, 64 MiB with --quick) with `brisk cp`, then runs every point with every client,
@@ -47,10 +47,8 @@ Writes bench/results/random-SERVER-DATE.{tsv,md} and prints the table and the co
 import os
 import sys
 
-# This file is named random.py: its directory must not shadow the standard library's `random` (which
-# it and tempfile, urllib, ... import). compare.py is loaded by its path instead.
+# compare.py is loaded by its path (bench/ is not a package).
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
@@ -534,7 +532,7 @@ def table(meta, rows):
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "drive":
         if len(sys.argv) != 9:
-            sys.exit("usage: random.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS")
+            sys.exit("usage: random_reads.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS")
         drive(*sys.argv[2:])
         return
     if len(sys.argv) == 3 and sys.argv[1] == "table":
@@ -556,7 +554,7 @@ def main():
     r.add_argument("--command-line", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if not args.command_line:
-        args.command_line = shlex.join(["bench/random.py", *sys.argv[1:]])
+        args.command_line = shlex.join(["bench/random_reads.py", *sys.argv[1:]])
     run(args)
 
 
