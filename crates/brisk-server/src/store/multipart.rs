@@ -2,10 +2,10 @@
 //!
 //! Each part is its own data file, written to `tmp/` and renamed into `data/` like an object body, and
 //! recorded in the `parts` table; uploading a part number again replaces the record and removes the old
-//! file. Completion checks the listed parts, then concatenates their files into a new data file with
-//! `std::io::copy` between files (which uses `copy_file_range` on Linux: the kernel moves the bytes,
-//! or shares extents on file systems with reflinks; nothing passes through user memory), and commits
-//! the object, its part layout and the removal of the upload in one transaction.
+//! file. Completion checks the listed parts and commits, in one transaction, the object (whose body is
+//! the listed part files themselves, in order: its segments, read through
+//! [`ObjectBody`](super::ObjectBody)), its part layout and the removal of the upload. No byte is
+//! copied or written again at completion.
 
 use std::ops::{Bound, RangeInclusive};
 use std::sync::Arc;
