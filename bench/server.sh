@@ -30,7 +30,7 @@ SK=benchsecret
 
 cargo build --release --locked -q -p brisk-cli
 cargo build --release --locked -q -p brisk-server --example s3_load
-BRISK=target/release/brisk
+BRISK=${BRISK_BIN:-target/release/brisk} # BRISK_BIN: another build, for before/after runs
 LOAD=target/release/examples/s3_load
 
 PID=
