@@ -248,6 +248,9 @@ pub struct ServeArgs {
     /// Connections served at once.
     #[arg(long, default_value_t = brisk_server::config::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Slowest average rate a request body may arrive at, enforced 30 s after its head (0: off).
+    #[arg(long, value_name = "SIZE", default_value = "1KiB", value_parser = parse_size)]
+    pub min_body_rate: usize,
     /// Stop when standard input reaches its end: a parent that starts the server with a pipe as its
     /// stdin ties the server's life to its own, even if the parent is killed with SIGKILL.
     #[arg(long)]

@@ -42,6 +42,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     config.fsync = !args.no_fsync;
     config.md5_etag = !args.no_md5_etag;
     config.limits.max_connections = args.max_connections;
+    config.limits.min_body_rate = args.min_body_rate as u64;
     let server = match Server::bind(config).await {
         Ok(s) => s,
         Err(e) => {

@@ -41,6 +41,13 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// reads): 30 s. Slow but moving transfers are never cut; a stalled peer is.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The slowest average rate a request body may arrive at once [`DEFAULT_REQUEST_TIMEOUT`] has passed
+/// since its head: 1 KiB/s. Without it a client sending a byte every 29 s keeps a connection and its
+/// 256 KiB read buffer as long as it likes (each read is within the request timeout). 1 KiB/s is a
+/// hundred-thousandth of what the loopback moves and about what a 10 kbit/s link does; a body that
+/// arrives that slowly is an attack or a dead link. `mod_reqtimeout`'s default is 500 bytes/s.
+pub const DEFAULT_MIN_BODY_RATE: u64 = 1024;
+
 /// How long `shutdown` waits for requests in flight before it drops their connections.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
@@ -73,6 +80,9 @@ pub struct ServerLimits {
     pub request_timeout: Duration,
     /// How long shutdown waits for requests in flight ([`DEFAULT_SHUTDOWN_GRACE`]).
     pub shutdown_grace: Duration,
+    /// Slowest average body rate in bytes per second, enforced from `request_timeout` after the
+    /// head on ([`DEFAULT_MIN_BODY_RATE`]); 0 turns it off.
+    pub min_body_rate: u64,
 }
 
 impl Default for ServerLimits {
@@ -82,6 +92,7 @@ impl Default for ServerLimits {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            min_body_rate: DEFAULT_MIN_BODY_RATE,
         }
     }
 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use brisk_wire::http::{ConnectionConfig, HttpConnection, HttpError, Limits, RequestHead};
+use brisk_wire::http::{
+    ConnectionConfig, HttpConnection, HttpError, Limits, MinBodyRate, RequestHead,
+};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -241,6 +243,10 @@ async fn serve_connection(stream: TcpStream, shared: &Shared, mut stop: watch::R
         limits: Limits {
             head_timeout: Some(limits.idle_timeout),
             body_read_timeout: Some(limits.request_timeout),
+            min_body_rate: (limits.min_body_rate > 0).then_some(MinBodyRate {
+                bytes_per_second: limits.min_body_rate,
+                grace: limits.request_timeout,
+            }),
             ..Limits::default()
         },
     };

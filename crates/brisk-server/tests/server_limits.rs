@@ -177,3 +177,58 @@ fn a_body_that_stops_is_answered_408_and_disconnected_by_the_request_timeout() {
     assert_eq!(r.status, 404, "the partial body was not stored");
     runtime.block_on(server.shutdown());
 }
+
+/// A body trickled in just often enough to pass every read timeout is still cut once its average
+/// rate falls below the minimum (here 10,000 bytes/s after a grace of the request timeout): it
+/// cannot hold the connection, and its read buffer, for as long as it likes.
+#[test]
+fn a_body_trickled_below_the_minimum_rate_is_answered_408() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let mut config = ServerConfig::new(dir.path(), None);
+    config.limits.idle_timeout = SHORT_TIMEOUT;
+    config.limits.request_timeout = SHORT_TIMEOUT;
+    config.limits.min_body_rate = 10_000;
+    let server = http_support::start_with(&runtime, config);
+    let mut client = Client::connect(server.local_addr());
+    assert_eq!(client.request("PUT", "/trickle", b"").0.status, 200);
+
+    let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+    stream
+        .write_all(b"PUT /trickle/k HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n")
+        .unwrap();
+    // 10 bytes every 100 ms (100 bytes/s): each read comes well within the 400 ms request timeout.
+    let mut writer = stream.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..(TEST_BOUND.as_millis() / 100) {
+            if writer.write_all(b"0123456789").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (answer, waited) = read_until_closed(&mut stream);
+    let answer = text(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("<Code>RequestTimeout</Code>"), "{answer}");
+    assert!(answer.contains("below the minimum"), "{answer}");
+    assert!(
+        waited >= SHORT_TIMEOUT,
+        "cut after {waited:?}, inside the grace period"
+    );
+    assert!(waited < TEST_BOUND, "cut only after {waited:?}");
+    drop(stream);
+    trickle.join().unwrap();
+
+    let mut client = Client::connect(server.local_addr());
+    assert_eq!(client.request("HEAD", "/trickle/k", b"").0.status, 404);
+    // A body at a healthy rate is untouched by the same bound.
+    assert_eq!(
+        client
+            .request("PUT", "/trickle/ok", &[7u8; 200_000])
+            .0
+            .status,
+        200
+    );
+    runtime.block_on(server.shutdown());
+}

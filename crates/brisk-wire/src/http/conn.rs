@@ -117,6 +117,10 @@ struct IncomingBody {
     chunked: ChunkedDecoder,
     framing: BodyFraming,
     received: u64,
+    /// When the body began (its head was read), and its bytes read from the socket so far: what
+    /// [`Limits::min_body_rate`] is measured on.
+    started: Option<std::time::Instant>,
+    wire_bytes: u64,
 }
 
 impl IncomingBody {
@@ -126,12 +130,16 @@ impl IncomingBody {
             chunked: ChunkedDecoder::new(limits),
             framing: BodyFraming::Empty,
             received: 0,
+            started: None,
+            wire_bytes: 0,
         }
     }
 
     fn start(&mut self, framing: BodyFraming) {
         self.framing = framing;
         self.received = 0;
+        self.started = Some(std::time::Instant::now());
+        self.wire_bytes = 0;
         self.kind = match framing {
             BodyFraming::Empty => BodyKind::None,
             BodyFraming::ContentLength(n) => BodyKind::Length {
@@ -659,6 +667,7 @@ where
                     self.limits.body_read_timeout,
                 )
                 .await?;
+                self.count_body_bytes(n)?;
                 if n == 0 {
                     self.read_eof = true;
                     self.incoming.on_eof()?;
@@ -739,6 +748,28 @@ where
         Ok(decoded.consumed > 0)
     }
 
+    /// Counts `n` body bytes read from the socket and fails with [`HttpError::BodyTooSlow`] when
+    /// the body's average rate since it began is below [`Limits::min_body_rate`] after its grace.
+    fn count_body_bytes(&mut self, n: usize) -> Result<(), HttpError> {
+        self.incoming.wire_bytes += n as u64;
+        let (Some(min), Some(started)) = (self.limits.min_body_rate, self.incoming.started) else {
+            return Ok(());
+        };
+        let elapsed = started.elapsed();
+        if elapsed <= min.grace {
+            return Ok(());
+        }
+        let needed = u128::from(min.bytes_per_second) * elapsed.as_millis() / 1000;
+        if u128::from(self.incoming.wire_bytes) < needed {
+            return Err(HttpError::BodyTooSlow {
+                received: self.incoming.wire_bytes,
+                elapsed,
+                min_rate: min.bytes_per_second,
+            });
+        }
+        Ok(())
+    }
+
     /// Reads more bytes of the body into the read buffer; the end of the stream ends an until-close
     /// body and is an error for any other.
     async fn fill_buffer(&mut self) -> Result<(), HttpError> {
@@ -759,6 +790,7 @@ where
             self.limits.body_read_timeout,
         )
         .await?;
+        self.count_body_bytes(n)?;
         if n == 0 {
             self.read_eof = true;
             return self.incoming.on_eof();

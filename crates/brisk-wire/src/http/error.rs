@@ -35,6 +35,15 @@ pub enum HttpError {
     /// A body read waited longer than [`Limits::body_read_timeout`](super::Limits::body_read_timeout).
     #[error("no body bytes within {timeout:?}")]
     BodyTimeout { timeout: Duration },
+    /// A body arrived more slowly than [`Limits::min_body_rate`](super::Limits::min_body_rate).
+    #[error(
+        "body arriving at {received} bytes in {elapsed:?}, below the minimum of {min_rate} bytes/s"
+    )]
+    BodyTooSlow {
+        received: u64,
+        elapsed: Duration,
+        min_rate: u64,
+    },
     /// The peer closed the connection in the middle of a head.
     #[error("connection closed after {received} bytes of an incomplete head")]
     IncompleteHead { received: usize },
@@ -99,7 +108,9 @@ impl HttpError {
             | Self::DifferingContentLengths
             | Self::TransferEncodingInHttp10
             | Self::Framing(_) => Some(400),
-            Self::HeadTimeout { .. } | Self::BodyTimeout { .. } => Some(408),
+            Self::HeadTimeout { .. } | Self::BodyTimeout { .. } | Self::BodyTooSlow { .. } => {
+                Some(408)
+            }
             Self::StartLineTooLong { .. } => Some(414),
             Self::HeadTooLarge { .. }
             | Self::TooManyHeaders { .. }

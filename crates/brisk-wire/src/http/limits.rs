@@ -68,6 +68,18 @@ pub const DEFAULT_MAX_TRAILER_BYTES: usize = 16 * 1024;
 /// connection is closed instead.
 pub const DEFAULT_MAX_DRAIN_BYTES: u64 = 256 * 1024;
 
+/// The slowest a body may arrive, on average since its first byte was awaited, once `grace` has
+/// passed: a peer that trickles a byte just inside every [`Limits::body_read_timeout`] would otherwise
+/// hold a connection (and a server's read buffer) for as long as it likes. Apache's
+/// `mod_reqtimeout` applies the same kind of rule (`MinRate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinBodyRate {
+    /// Bytes per second, averaged over the body so far.
+    pub bytes_per_second: u64,
+    /// Time before the rate is enforced (slow starts and small bodies are never cut).
+    pub grace: Duration,
+}
+
 /// The bounds applied to one connection's heads and bodies. Build it with [`Limits::default`] and
 /// override fields as needed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +96,9 @@ pub struct Limits {
     pub head_timeout: Option<Duration>,
     /// Time allowed for each read while receiving a body; `None` waits forever.
     pub body_read_timeout: Option<Duration>,
+    /// Slowest average rate a body may arrive at after a grace period; `None` (the default) has no
+    /// such bound, only [`body_read_timeout`](Self::body_read_timeout).
+    pub min_body_rate: Option<MinBodyRate>,
     /// Longest chunk-size line (extensions included) in a chunked body.
     pub max_chunk_line: usize,
     /// Largest trailer section of a chunked body.
@@ -101,6 +116,7 @@ impl Default for Limits {
             max_header_line: DEFAULT_MAX_HEADER_LINE,
             head_timeout: Some(DEFAULT_HEAD_TIMEOUT),
             body_read_timeout: Some(DEFAULT_BODY_READ_TIMEOUT),
+            min_body_rate: None,
             max_chunk_line: DEFAULT_MAX_CHUNK_LINE,
             max_trailer_bytes: DEFAULT_MAX_TRAILER_BYTES,
             max_drain_bytes: DEFAULT_MAX_DRAIN_BYTES,

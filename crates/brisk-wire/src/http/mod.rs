@@ -31,4 +31,4 @@ pub use conn::{
 pub use error::HttpError;
 pub use head::{ParseStatus, RequestHead, ResponseHead, Version, canonical_reason, keep_alive};
 pub use headers::Headers;
-pub use limits::Limits;
+pub use limits::{Limits, MinBodyRate};
