@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use crate::client::{Client, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
-use crate::transfer::{MAX_PARTS, MIN_PART_SIZE};
+use crate::transfer::{MAX_PARTS, MIN_PART_SIZE, next_finished_part};
 
 /// S3's limit on user metadata: 2 KB, names and values together (as UTF-8 bytes).
 pub const MAX_USER_METADATA: usize = 2 * 1024;
@@ -314,15 +314,8 @@ impl Client {
                 });
                 next += 1;
             }
-            match tasks.join_next().await {
-                Some(Ok(Ok(part))) => done.push(part),
-                Some(Ok(Err(e))) => return Err(e),
-                Some(Err(join)) => {
-                    return Err(Error::UnexpectedResponse {
-                        what: format!("copy task failed: {join}"),
-                    });
-                }
-                None => {}
+            if let Some(part) = next_finished_part(&mut tasks, "copy").await? {
+                done.push(part);
             }
         }
         done.sort_by_key(|p| p.part_number);

@@ -302,15 +302,8 @@ impl Client {
                 });
                 next += 1;
             }
-            match tasks.join_next().await {
-                Some(Ok(Ok(part))) => done.push(part),
-                Some(Ok(Err(e))) => return Err(e),
-                Some(Err(join)) => {
-                    return Err(Error::UnexpectedResponse {
-                        what: format!("upload task failed: {join}"),
-                    });
-                }
-                None => {}
+            if let Some(part) = next_finished_part(&mut tasks, "upload").await? {
+                done.push(part);
             }
         }
         done.sort_by_key(|p| p.part_number);
@@ -529,6 +522,21 @@ impl Client {
                 what: format!("sync task failed: {e}"),
             })?
             .map_err(|e| file_error(temp, "syncing", e))
+    }
+}
+
+/// The next part a set of part tasks finished, `Ok(None)` when none is running. The first failure (a
+/// request's error, or a task that panicked) is returned, and ends the transfer.
+pub(crate) async fn next_finished_part(
+    tasks: &mut JoinSet<Result<CompletedPart>>,
+    what: &str,
+) -> Result<Option<CompletedPart>> {
+    match tasks.join_next().await {
+        Some(Ok(result)) => result.map(Some),
+        Some(Err(join)) => Err(Error::UnexpectedResponse {
+            what: format!("{what} task failed: {join}"),
+        }),
+        None => Ok(None),
     }
 }
 

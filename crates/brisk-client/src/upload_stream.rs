@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use crate::client::{Client, PutOptions};
 use crate::error::{Error, Result};
 use crate::request::{check_bucket, check_key};
-use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult};
+use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult, next_finished_part};
 
 /// Parts between doublings of the part size of a stream of unknown length: 1,000. With 5 MiB parts
 /// the size reaches the 8 MiB block limit at part 1,001; a stream never runs out of parts before it
@@ -179,14 +179,8 @@ impl Client {
                     break;
                 }
             }
-            match tasks.join_next().await {
-                Some(Ok(Ok(part))) => done.push(part),
-                Some(Ok(Err(e))) => return Err(e),
-                Some(Err(join)) => {
-                    return Err(Error::UnexpectedResponse {
-                        what: format!("upload task failed: {join}"),
-                    });
-                }
+            match next_finished_part(&mut tasks, "upload").await? {
+                Some(part) => done.push(part),
                 None if next.is_none() => break,
                 None => {}
             }

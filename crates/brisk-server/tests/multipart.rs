@@ -17,17 +17,22 @@ const MIN_PART: u64 = 1024;
 
 fn store() -> (TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(
-        dir.path(),
+    let store = reopen(dir.path());
+    store.create_bucket("bkt").unwrap();
+    (dir, store)
+}
+
+/// Opens the store in `root` with the tests' settings (fsync off, small minimum part size).
+fn reopen(root: &std::path::Path) -> Store {
+    Store::open(
+        root,
         StoreConfig {
             fsync: false,
             min_part_size: MIN_PART,
             ..StoreConfig::default()
         },
     )
-    .unwrap();
-    store.create_bucket("bkt").unwrap();
-    (dir, store)
+    .unwrap()
 }
 
 fn upload_part(store: &Store, key: &str, upload_id: &str, number: u32, body: &[u8]) -> String {
@@ -423,15 +428,7 @@ fn segmented_bodies_are_shared_by_copies_and_freed_with_the_last_reference() {
     store.delete_object("bkt", "seg").unwrap();
     assert_eq!(data_files(dir.path()).len(), 3, "the copy still uses them");
     drop(store);
-    let store = Store::open(
-        dir.path(),
-        StoreConfig {
-            fsync: false,
-            min_part_size: MIN_PART,
-            ..StoreConfig::default()
-        },
-    )
-    .unwrap();
+    let store = reopen(dir.path());
     assert_eq!(
         data_files(dir.path()).len(),
         3,
