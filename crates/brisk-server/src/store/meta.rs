@@ -160,12 +160,13 @@ impl ObjectInfo {
     }
 
     /// The sizes of the body's data files, in the order of [`ObjectInfo::data_ids`].
-    pub(crate) fn segment_sizes(&self) -> Vec<u64> {
-        if self.segments.is_empty() {
-            vec![self.size]
+    pub(crate) fn segment_sizes(&self) -> impl Iterator<Item = u64> + '_ {
+        let (whole, parts) = if self.segments.is_empty() {
+            (Some(self.size), &[][..])
         } else {
-            self.parts.iter().map(|p| p.size).collect()
-        }
+            (None, &self.parts[..])
+        };
+        whole.into_iter().chain(parts.iter().map(|p| p.size))
     }
 
     /// Number of parts (`x-amz-mp-parts-count`), 0 for objects made by a single PUT.
@@ -603,13 +604,13 @@ mod tests {
         let bytes = encode_object(&info);
         assert_eq!(decode_object("k", &bytes).unwrap(), info);
         assert_eq!(info.data_ids(), [DataId(42), DataId(43)]);
-        assert_eq!(info.segment_sizes(), [5, 7]);
+        assert_eq!(info.segment_sizes().collect::<Vec<_>>(), [5, 7]);
         // A record without the segment section is one file, as records were before segments.
         let plain = encode_object(&sample());
         assert!(bytes.starts_with(&plain));
         let decoded = decode_object("k", &plain).unwrap();
         assert_eq!(decoded.data_ids(), [decoded.data_id]);
-        assert_eq!(decoded.segment_sizes(), [decoded.size]);
+        assert_eq!(decoded.segment_sizes().collect::<Vec<_>>(), [decoded.size]);
         for len in plain.len()..bytes.len() {
             assert!(decode_object("k", &bytes[..len]).is_err() || len == plain.len());
         }

@@ -311,10 +311,10 @@ impl Store {
         let mut last_error = None;
         'attempt: for _ in 0..OPEN_ATTEMPTS {
             let info = self.head_object(bucket, key)?;
-            let mut files = Vec::with_capacity(info.data_ids().len());
+            let mut body = ObjectBody::empty();
             for (&id, size) in info.data_ids().iter().zip(info.segment_sizes()) {
                 match File::open(self.inner.layout.data_path(id)) {
-                    Ok(file) => files.push((file, size)),
+                    Ok(file) => body.push(file, size),
                     // Replaced (and its files removed) between the lookup and the open: look up
                     // again.
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -324,7 +324,7 @@ impl Store {
                     Err(e) => return Err(e.into()),
                 }
             }
-            return Ok((info, ObjectBody::new(files)));
+            return Ok((info, body));
         }
         Err(last_error.expect("at least one attempt was made").into())
     }

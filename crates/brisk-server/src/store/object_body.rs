@@ -23,28 +23,56 @@ struct Segment {
 /// piece by piece for `sendfile` ([`ObjectBody::pieces`]).
 #[derive(Debug)]
 pub struct ObjectBody {
-    segments: Vec<Segment>,
+    segments: Segments,
     len: u64,
     position: u64,
 }
 
+/// The segments, without a heap allocation for the usual body of one file: opening an object for a
+/// GET allocates nothing here.
+#[derive(Debug)]
+enum Segments {
+    Empty,
+    One(Segment),
+    Many(Vec<Segment>),
+}
+
+impl Segments {
+    fn as_slice(&self) -> &[Segment] {
+        match self {
+            Self::Empty => &[],
+            Self::One(segment) => std::slice::from_ref(segment),
+            Self::Many(segments) => segments,
+        }
+    }
+}
+
 impl ObjectBody {
-    /// A body made of `files` with the given sizes, in order.
-    pub(crate) fn new(files: Vec<(File, u64)>) -> Self {
-        let mut start = 0;
-        let segments = files
-            .into_iter()
-            .map(|(file, len)| {
-                let segment = Segment { file, start, len };
-                start += len;
-                segment
-            })
-            .collect();
+    /// A body of no files yet.
+    pub(crate) fn empty() -> Self {
         Self {
-            segments,
-            len: start,
+            segments: Segments::Empty,
+            len: 0,
             position: 0,
         }
+    }
+
+    /// Appends the next data file, `len` bytes of the object.
+    pub(crate) fn push(&mut self, file: File, len: u64) {
+        let segment = Segment {
+            file,
+            start: self.len,
+            len,
+        };
+        self.len += len;
+        self.segments = match std::mem::replace(&mut self.segments, Segments::Empty) {
+            Segments::Empty => Segments::One(segment),
+            Segments::One(first) => Segments::Many(vec![first, segment]),
+            Segments::Many(mut all) => {
+                all.push(segment);
+                Segments::Many(all)
+            }
+        };
     }
 
     /// The body's size in bytes.
@@ -59,13 +87,13 @@ impl ObjectBody {
 
     /// How many files the body is made of (1 unless it was completed from several parts).
     pub fn segment_count(&self) -> usize {
-        self.segments.len()
+        self.segments.as_slice().len()
     }
 
     /// The bytes of `span` as (file, offset in that file, length) pieces, in order: what a
     /// `sendfile` loop sends one after the other. Parts of `span` past the end are not returned.
     pub fn pieces(&self, span: Range<u64>) -> impl Iterator<Item = (&File, u64, u64)> + '_ {
-        self.segments.iter().filter_map(move |s| {
+        self.segments.as_slice().iter().filter_map(move |s| {
             let from = span.start.max(s.start);
             let to = span.end.min(s.start + s.len);
             (from < to).then(|| (&s.file, from - s.start, to - from))
@@ -117,15 +145,13 @@ mod tests {
     use std::io::Write;
 
     fn body(parts: &[&[u8]]) -> ObjectBody {
-        let files = parts
-            .iter()
-            .map(|bytes| {
-                let mut f = tempfile::tempfile().unwrap();
-                f.write_all(bytes).unwrap();
-                (f, bytes.len() as u64)
-            })
-            .collect();
-        ObjectBody::new(files)
+        let mut body = ObjectBody::empty();
+        for bytes in parts {
+            let mut f = tempfile::tempfile().unwrap();
+            f.write_all(bytes).unwrap();
+            body.push(f, bytes.len() as u64);
+        }
+        body
     }
 
     #[test]
@@ -157,7 +183,8 @@ mod tests {
     fn a_short_file_is_an_error_not_a_short_object() {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(b"abc").unwrap();
-        let b = ObjectBody::new(vec![(f, 10)]);
+        let mut b = ObjectBody::empty();
+        b.push(f, 10);
         let mut buf = [0u8; 10];
         assert_eq!(b.read_at(&mut buf, 0).unwrap(), 3);
         assert!(b.read_at(&mut buf, 3).is_err());
