@@ -217,69 +217,89 @@ fn seconds(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// The four conditional fields of one kind of request, named as S3 names them in a
+/// `PreconditionFailed` error (header lookup ignores case).
+struct ConditionFields {
+    if_match: &'static str,
+    if_unmodified_since: &'static str,
+    if_none_match: &'static str,
+    if_modified_since: &'static str,
+}
+
+/// What the conditional fields decide about `info`, in RFC 9110 §13.2.2's order: an `If-Match`
+/// that holds overrides `If-Unmodified-Since`, an `If-None-Match` that holds overrides
+/// `If-Modified-Since`.
+enum Evaluated {
+    Proceed,
+    /// `If-Match` or `If-Unmodified-Since` failed (its name).
+    Failed(&'static str),
+    /// `If-None-Match` or `If-Modified-Since` failed (its name).
+    Unchanged(&'static str),
+}
+
+fn evaluate(h: &Headers, info: &ObjectInfo, fields: &ConditionFields) -> Evaluated {
+    let modified = seconds(info.last_modified);
+    if let Some(list) = h.get_str(fields.if_match) {
+        if !etag_matches(list, &info.etag) {
+            return Evaluated::Failed(fields.if_match);
+        }
+    } else if let Some(since) = h
+        .get_str(fields.if_unmodified_since)
+        .and_then(parse_http_date)
+        && modified > seconds(since)
+    {
+        return Evaluated::Failed(fields.if_unmodified_since);
+    }
+    if let Some(list) = h.get_str(fields.if_none_match) {
+        if etag_matches(list, &info.etag) {
+            return Evaluated::Unchanged(fields.if_none_match);
+        }
+    } else if let Some(since) = h
+        .get_str(fields.if_modified_since)
+        .and_then(parse_http_date)
+        && modified <= seconds(since)
+    {
+        return Evaluated::Unchanged(fields.if_modified_since);
+    }
+    Evaluated::Proceed
+}
+
 /// Evaluates `If-Match`, `If-Unmodified-Since` (412 `PreconditionFailed`), `If-None-Match` and
 /// `If-Modified-Since` (304) as RFC 9110 §13.2.2 orders them.
 pub fn check_preconditions(h: &Headers, info: &ObjectInfo) -> Result<Precondition, S3Error> {
-    let failed = |field: &str| {
-        S3Error::new(
+    const FIELDS: ConditionFields = ConditionFields {
+        if_match: "If-Match",
+        if_unmodified_since: "If-Unmodified-Since",
+        if_none_match: "If-None-Match",
+        if_modified_since: "If-Modified-Since",
+    };
+    match evaluate(h, info, &FIELDS) {
+        Evaluated::Proceed => Ok(Precondition::Proceed),
+        Evaluated::Unchanged(_) => Ok(Precondition::NotModified),
+        Evaluated::Failed(field) => Err(S3Error::new(
             "PreconditionFailed",
             412,
             "At least one of the pre-conditions you specified did not hold",
         )
-        .with("Condition", field)
-    };
-    let modified = seconds(info.last_modified);
-    if let Some(list) = h.get_str("if-match") {
-        if !etag_matches(list, &info.etag) {
-            return Err(failed("If-Match"));
-        }
-    } else if let Some(since) = h.get_str("if-unmodified-since").and_then(parse_http_date)
-        && modified > seconds(since)
-    {
-        return Err(failed("If-Unmodified-Since"));
+        .with("Condition", field)),
     }
-    if let Some(list) = h.get_str("if-none-match") {
-        if etag_matches(list, &info.etag) {
-            return Ok(Precondition::NotModified);
-        }
-    } else if let Some(since) = h.get_str("if-modified-since").and_then(parse_http_date)
-        && modified <= seconds(since)
-    {
-        return Ok(Precondition::NotModified);
-    }
-    Ok(Precondition::Proceed)
 }
 
 /// Evaluates the copy-source conditions of CopyObject and UploadPartCopy
 /// (`x-amz-copy-source-if-match`, `-if-none-match`, `-if-unmodified-since`, `-if-modified-since`)
-/// against the source; returns the header of the first that fails. S3 answers every failure with
-/// 412 `PreconditionFailed` (a copy has no 304), and, as for GET, an `if-match` that holds
-/// overrides `if-unmodified-since`, an `if-none-match` that holds overrides `if-modified-since`.
+/// against the source, in the same order as a GET's; returns the field that fails. S3 answers every
+/// failure with 412 `PreconditionFailed`: a copy has no 304.
 pub fn copy_source_refused(h: &Headers, info: &ObjectInfo) -> Option<&'static str> {
-    let modified = seconds(info.last_modified);
-    if let Some(list) = h.get_str("x-amz-copy-source-if-match") {
-        if !etag_matches(list, &info.etag) {
-            return Some("x-amz-copy-source-If-Match");
-        }
-    } else if let Some(since) = h
-        .get_str("x-amz-copy-source-if-unmodified-since")
-        .and_then(parse_http_date)
-        && modified > seconds(since)
-    {
-        return Some("x-amz-copy-source-If-Unmodified-Since");
+    const FIELDS: ConditionFields = ConditionFields {
+        if_match: "x-amz-copy-source-If-Match",
+        if_unmodified_since: "x-amz-copy-source-If-Unmodified-Since",
+        if_none_match: "x-amz-copy-source-If-None-Match",
+        if_modified_since: "x-amz-copy-source-If-Modified-Since",
+    };
+    match evaluate(h, info, &FIELDS) {
+        Evaluated::Proceed => None,
+        Evaluated::Failed(field) | Evaluated::Unchanged(field) => Some(field),
     }
-    if let Some(list) = h.get_str("x-amz-copy-source-if-none-match") {
-        if etag_matches(list, &info.etag) {
-            return Some("x-amz-copy-source-If-None-Match");
-        }
-    } else if let Some(since) = h
-        .get_str("x-amz-copy-source-if-modified-since")
-        .and_then(parse_http_date)
-        && modified <= seconds(since)
-    {
-        return Some("x-amz-copy-source-If-Modified-Since");
-    }
-    None
 }
 
 /// Parses `x-amz-copy-source` (`bucket/key` or `/bucket/key`, percent-encoded, optionally with
