@@ -387,7 +387,11 @@ async fn copy_one(ctx: &Context, copy: &Copy, counter: &TransferProgress) -> Res
                     &from.key,
                     &to.bucket,
                     &to.key,
-                    CopyOptions::default(),
+                    // The size is known from the listing or the HEAD that planned the copy.
+                    CopyOptions {
+                        source_size: Some(*size),
+                        ..CopyOptions::default()
+                    },
                 )
                 .await
                 .map_err(|e| CliError::s3(format!("copy {from} to {to}"), e))?;

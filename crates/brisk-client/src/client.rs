@@ -390,9 +390,14 @@ impl Client {
                 .headers()
                 .iter()
                 .filter_map(|(name, value)| {
-                    let lower = name.to_ascii_lowercase();
-                    let meta = lower.strip_prefix("x-amz-meta-")?;
-                    Some((meta.to_owned(), String::from_utf8_lossy(value).into_owned()))
+                    const PREFIX: &str = "x-amz-meta-";
+                    let prefix = name.get(..PREFIX.len())?;
+                    prefix.eq_ignore_ascii_case(PREFIX).then(|| {
+                        (
+                            name[PREFIX.len()..].to_ascii_lowercase(),
+                            String::from_utf8_lossy(value).into_owned(),
+                        )
+                    })
                 })
                 .collect(),
         };
@@ -603,9 +608,22 @@ impl Client {
         body: &[u8],
         options: &PutOptions,
     ) -> Result<PutResult> {
+        self.put_summed(bucket, key, body, options, None).await
+    }
+
+    /// [`Client::put_with`] with the body's checksum already computed (`known`, base64, of
+    /// `options.checksum`'s algorithm), as `upload` computes it while reading the file.
+    pub(crate) async fn put_summed(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: &[u8],
+        options: &PutOptions,
+        known: Option<String>,
+    ) -> Result<PutResult> {
         check_bucket(bucket)?;
         check_key(key)?;
-        let checksum = options.checksum.compute(body);
+        let checksum = known.unwrap_or_else(|| options.checksum.compute(body));
         let signed = self.signs_payload(options.payload_signing);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
             .header(options.checksum.algorithm().header_name(), checksum.clone());

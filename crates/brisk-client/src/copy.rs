@@ -4,8 +4,7 @@
 
 use brisk_wire::sigv4::encode_key_path;
 use brisk_wire::xml::{
-    CompletedPart, CopyObjectResult, CopyPartResult, ErrorDocument, InitiateMultipartUploadResult,
-    XmlDocument,
+    CompletedPart, CopyObjectResult, CopyPartResult, ErrorDocument, XmlDocument,
 };
 use time::OffsetDateTime;
 use tokio::task::JoinSet;
@@ -60,6 +59,9 @@ pub struct CopyOptions {
     pub part_size: u64,
     /// UploadPartCopy requests in flight (at least 1).
     pub parts_in_flight: usize,
+    /// The source's size, when the caller knows it (from a listing or a HEAD of its own): a source
+    /// at or below `multipart_threshold` is then copied with one CopyObject and no HEAD first.
+    pub source_size: Option<u64>,
 }
 
 impl Default for CopyOptions {
@@ -71,6 +73,7 @@ impl Default for CopyOptions {
             multipart_threshold: MAX_COPY_OBJECT_SIZE,
             part_size: DEFAULT_COPY_PART_SIZE,
             parts_in_flight: DEFAULT_COPY_PARTS_IN_FLIGHT,
+            source_size: None,
         }
     }
 }
@@ -182,13 +185,19 @@ impl Client {
         check_bucket(dst_bucket)?;
         check_key(dst_key)?;
         options.check()?;
-        // The source's size decides between one request and parts (a HEAD, as the AWS CLI makes;
-        // a CopyObject over 5 GiB would only fail after the round trip).
-        let meta = self.head(src_bucket, src_key).await?;
-        if meta.content_length > options.multipart_threshold {
-            return self
-                .copy_in_parts(src_bucket, src_key, dst_bucket, dst_key, &options, meta)
-                .await;
+        // The source's size decides between one request and parts: the caller's, or a HEAD's (as the
+        // AWS CLI makes; a CopyObject over 5 GiB would only fail after the round trip). A multipart
+        // copy needs the HEAD anyway, for the ETag it pins and the metadata it carries over.
+        if options
+            .source_size
+            .is_none_or(|size| size > options.multipart_threshold)
+        {
+            let meta = self.head(src_bucket, src_key).await?;
+            if meta.content_length > options.multipart_threshold {
+                return self
+                    .copy_in_parts(src_bucket, src_key, dst_bucket, dst_key, &options, meta)
+                    .await;
+            }
         }
         let source = copy_source(src_bucket, src_key);
         let spec = RequestSpec::new("PUT", Some(dst_bucket), Some(dst_key))
@@ -220,13 +229,10 @@ impl Client {
         })?;
         let size = meta.content_length;
         let part_size = copy_part_size(size, options.part_size);
-        let mut create = RequestSpec::new("POST", Some(dst_bucket), Some(dst_key));
-        create.query = "uploads=".into();
-        let create = options.metadata_headers(create, Some(&meta))?;
-        let mut response = self.send(&create).await?;
-        let xml = read_small_body(&mut response).await?;
-        response.release();
-        let upload_id = InitiateMultipartUploadResult::parse(&xml)?.upload_id;
+        let create = RequestSpec::new("POST", Some(dst_bucket), Some(dst_key));
+        let upload_id = self
+            .create_upload(options.metadata_headers(create, Some(&meta))?)
+            .await?;
 
         let source = copy_source(src_bucket, src_key);
         let copied = self

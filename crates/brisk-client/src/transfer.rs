@@ -192,9 +192,10 @@ impl Client {
         let part_size = options.part_size as u64;
         if size <= part_size {
             let block = self.buffer_pool().get(size as usize).await?;
-            let block = read_part(&file, path, 0, block, size as usize).await?;
+            let (block, sum) =
+                read_part_summed(&file, path, 0, block, size as usize, options.checksum).await?;
             let put = self
-                .put_with(
+                .put_summed(
                     bucket,
                     key,
                     &block[..size as usize],
@@ -203,6 +204,7 @@ impl Client {
                         checksum: options.checksum,
                         ..crate::PutOptions::default()
                     },
+                    Some(sum),
                 )
                 .await?;
             options.count(size);
@@ -316,8 +318,14 @@ impl Client {
         key: &str,
         checksum: UploadChecksum,
     ) -> Result<String> {
-        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
+        let spec = RequestSpec::new("POST", Some(bucket), Some(key))
             .header("x-amz-checksum-algorithm", checksum.algorithm().s3_name());
+        self.create_upload(spec).await
+    }
+
+    /// CreateMultipartUpload of `spec` (a POST to the object, with whatever headers the upload is
+    /// created with); returns the upload id.
+    pub(crate) async fn create_upload(&self, mut spec: RequestSpec<'_>) -> Result<String> {
         spec.query = "uploads=".into();
         let mut response = self.send(&spec).await?;
         let xml = read_small_body(&mut response).await?;
@@ -540,36 +548,15 @@ pub(crate) async fn next_finished_part(
     }
 }
 
-/// Reads `len` bytes at `offset` of `file` into the start of `block` on the blocking pool (file reads
-/// block); the block moves to the blocking thread and back, which moves a handle, not the bytes.
-async fn read_part(
-    file: &Arc<std::fs::File>,
-    path: &Path,
-    offset: u64,
-    mut block: PooledBlock,
-    len: usize,
-) -> Result<PooledBlock> {
-    use std::os::unix::fs::FileExt;
-    let file = Arc::clone(file);
-    let (block, result) = tokio::task::spawn_blocking(move || {
-        let result = file.read_exact_at(&mut block[..len], offset);
-        (block, result)
-    })
-    .await
-    .map_err(|e| Error::UnexpectedResponse {
-        what: format!("file read task failed: {e}"),
-    })?;
-    result.map_err(|e| file_error(path, "reading", e))?;
-    Ok(block)
-}
-
 /// Bytes read per `pread` by [`read_part_summed`]: 256 KiB, small enough that the checksum reads
 /// them from the CPU's L2 cache right after the kernel wrote them there. Summing a whole 8 MiB part
 /// after reading it read it back from memory: 19 % of an unsigned upload's client CPU went to
 /// CRC32C that way (perf, 2 GiB from tmpfs to `brisk serve`).
 const SUMMED_READ: usize = 256 * 1024;
 
-/// [`read_part`] that also computes the part's checksum, piece by piece as each piece arrives.
+/// Reads `len` bytes at `offset` of `file` into the start of `block` and computes their checksum,
+/// piece by piece as each piece arrives, on the blocking pool (file reads block); the block moves to
+/// the blocking thread and back, which moves a handle, not the bytes.
 async fn read_part_summed(
     file: &Arc<std::fs::File>,
     path: &Path,

@@ -763,6 +763,24 @@ async fn copy_object_keeps_or_replaces_metadata() {
         assert_eq!(meta.content_type.as_deref(), Some("text/x-new"));
         assert_eq!(meta.metadata, [("k".to_owned(), "v".to_owned())]);
         assert!(c.get_bytes(&dst_bucket, "large replaced").await.unwrap()[..] == large[..]);
+
+        // A caller that knows the size (from a listing) saves the HEAD: one request per copy.
+        let c2 = client();
+        let before = c2.metrics().requests_sent;
+        c2.copy_object(
+            &src_bucket,
+            "from key",
+            &dst_bucket,
+            "known size",
+            CopyOptions {
+                source_size: Some(body.len() as u64),
+                ..CopyOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(c2.metrics().requests_sent - before, 1, "CopyObject alone");
+        assert!(c.get_bytes(&dst_bucket, "known size").await.unwrap()[..] == body[..]);
     })
     .await;
 }
