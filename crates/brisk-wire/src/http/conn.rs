@@ -117,10 +117,8 @@ struct IncomingBody {
     chunked: ChunkedDecoder,
     framing: BodyFraming,
     received: u64,
-    /// When the body began (its head was read), and its bytes read from the socket so far: what
-    /// [`Limits::min_body_rate`] is measured on.
+    /// When the body began (its head was read): [`Limits::min_body_rate`] is measured from here.
     started: Option<std::time::Instant>,
-    wire_bytes: u64,
 }
 
 impl IncomingBody {
@@ -131,7 +129,6 @@ impl IncomingBody {
             framing: BodyFraming::Empty,
             received: 0,
             started: None,
-            wire_bytes: 0,
         }
     }
 
@@ -139,7 +136,6 @@ impl IncomingBody {
         self.framing = framing;
         self.received = 0;
         self.started = Some(std::time::Instant::now());
-        self.wire_bytes = 0;
         self.kind = match framing {
             BodyFraming::Empty => BodyKind::None,
             BodyFraming::ContentLength(n) => BodyKind::Length {
@@ -667,7 +663,7 @@ where
                     self.limits.body_read_timeout,
                 )
                 .await?;
-                self.count_body_bytes(n)?;
+                self.check_body_rate(n)?;
                 if n == 0 {
                     self.read_eof = true;
                     self.incoming.on_eof()?;
@@ -748,10 +744,11 @@ where
         Ok(decoded.consumed > 0)
     }
 
-    /// Counts `n` body bytes read from the socket and fails with [`HttpError::BodyTooSlow`] when
-    /// the body's average rate since it began is below [`Limits::min_body_rate`] after its grace.
-    fn count_body_bytes(&mut self, n: usize) -> Result<(), HttpError> {
-        self.incoming.wire_bytes += n as u64;
+    /// Fails with [`HttpError::BodyTooSlow`] when the body's average rate since it began is below
+    /// [`Limits::min_body_rate`] after its grace. What has arrived is derived, not counted apart:
+    /// the payload decoded so far, what waits in the read buffer, and `just_read`, the bytes of the
+    /// read that was just made (not yet in either).
+    fn check_body_rate(&self, just_read: usize) -> Result<(), HttpError> {
         let (Some(min), Some(started)) = (self.limits.min_body_rate, self.incoming.started) else {
             return Ok(());
         };
@@ -759,10 +756,11 @@ where
         if elapsed <= min.grace {
             return Ok(());
         }
+        let arrived = self.incoming.received + (self.end - self.start + just_read) as u64;
         let needed = u128::from(min.bytes_per_second) * elapsed.as_millis() / 1000;
-        if u128::from(self.incoming.wire_bytes) < needed {
+        if u128::from(arrived) < needed {
             return Err(HttpError::BodyTooSlow {
-                received: self.incoming.wire_bytes,
+                received: arrived,
                 elapsed,
                 min_rate: min.bytes_per_second,
             });
@@ -790,7 +788,7 @@ where
             self.limits.body_read_timeout,
         )
         .await?;
-        self.count_body_bytes(n)?;
+        self.check_body_rate(n)?;
         if n == 0 {
             self.read_eof = true;
             return self.incoming.on_eof();
