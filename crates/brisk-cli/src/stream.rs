@@ -10,11 +10,8 @@
 //!   flight while the next is read; any failure aborts it. Memory: `(concurrency + 1) × part`, and
 //!   never more than the budget (parts wait for blocks).
 
-use std::pin::Pin;
-use std::task::{Context as TaskContext, Poll};
-
 use brisk_client::Error;
-use tokio::io::{AsyncRead, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 
 use crate::context::{Context, MAX_STREAM_PART};
 use crate::exit::CliError;
@@ -73,43 +70,17 @@ pub async fn object_to_stdout(ctx: &Context, url: &S3Url) -> Result<u64, CliErro
 /// Uploads stdin to `url`; returns the bytes read.
 pub async fn stdin_to_object(ctx: &Context, url: &S3Url) -> Result<u64, CliError> {
     let progress = Progress::new(None, &url.to_string(), ctx.quiet);
-    let mut input = Counted {
-        inner: tokio::io::stdin(),
-        progress: progress.clone(),
-    };
     let result = ctx
         .client
         .upload_reader(
             &url.bucket,
             &url.key,
-            &mut input,
-            ctx.transfer_options(None),
+            &mut tokio::io::stdin(),
+            ctx.transfer_options(Some(progress.counter())),
         )
         .await;
     progress.finish();
     result
         .map(|r| r.size)
         .map_err(|e| CliError::s3(format!("upload - to {url}"), e))
-}
-
-/// A reader that counts what passes into a progress bar.
-struct Counted<R> {
-    inner: R,
-    progress: Progress,
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let read = buf.filled().len() - before;
-        if read > 0 {
-            self.progress.add(read as u64);
-        }
-        poll
-    }
 }
