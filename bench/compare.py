@@ -474,7 +474,7 @@ def run(args):
                             os.unlink(path)
                         if case == "upload":
                             s3.delete_object(Bucket=BUCKET, Key=key)
-                        partial.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+                        partial.write(tsv_line(row))
                         partial.flush()
                         print(progress_line(row), file=sys.stderr)
     finally:
@@ -520,24 +520,33 @@ TSV_FIELDS = ("server", "case", "client", "size", "repeat", "status", "seconds",
               "sys_s", "server_cpu_s", "minor_faults", "elapsed_outside_s")
 
 
-def write_tsv(path, meta, rows):
+def tsv_line(row, fields=None):
+    """One row as a TSV line of `fields` (this script's TSV_FIELDS unless given)."""
+    return "\t".join(str(row.get(k, "")) for k in (fields or TSV_FIELDS)) + "\n"
+
+
+def write_tsv(path, meta, rows, fields=None):
+    """The raw rows: a `# {meta json}` line, a header of `fields`, one line per row."""
+    fields = fields or TSV_FIELDS
     with open(path, "w") as f:
         f.write(f"# {json.dumps(meta)}\n")
-        f.write("\t".join(TSV_FIELDS) + "\n")
+        f.write("\t".join(fields) + "\n")
         for row in rows:
-            f.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+            f.write(tsv_line(row, fields))
 
 
-def read_tsv(path):
+def read_tsv(path, ints=("size", "repeat", "max_rss_kib", "minor_faults"),
+             floats=("seconds", "user_s", "sys_s", "server_cpu_s", "elapsed_outside_s")):
+    """What write_tsv wrote: (meta, rows), the `ints` and `floats` columns converted (None if empty)."""
     with open(path) as f:
         meta = json.loads(f.readline()[2:])
         header = f.readline().rstrip("\n").split("\t")
         rows = []
         for line in f:
             row = dict(zip(header, line.rstrip("\n").split("\t")))
-            for k in ("size", "repeat", "max_rss_kib", "minor_faults"):
+            for k in ints:
                 row[k] = int(row[k]) if row.get(k) else None
-            for k in ("seconds", "user_s", "sys_s", "server_cpu_s", "elapsed_outside_s"):
+            for k in floats:
                 row[k] = float(row[k]) if row.get(k) else None
             rows.append(row)
     return meta, rows

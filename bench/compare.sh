@@ -13,26 +13,13 @@
 # Writes bench/results/compare-SERVER-DATE.{tsv,json,md}; `bench/compare.py table FILE.tsv` reprints
 # the tables from the raw rows.
 #
-# The Python clients are installed, at the pinned versions below, into .bench-venv/ (reused when the
+# The Python clients are installed, at the versions pinned in bench/venv.sh, into .bench-venv/ (reused when the
 # versions match). Needs python3 with venv, cargo, /usr/bin/time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-# Pinned so that reruns compare like with like; raise them deliberately, and rerun every table.
-pins=(boto3==1.44.5 awscrt==0.38.0 obstore==0.12.1)
-
-venv="$root/.bench-venv"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-installed="$("$venv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null || true)"
-for pin in "${pins[@]}"; do
-  if ! grep -qx "$pin" <<<"$installed"; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
-    break
-  fi
-done
+source bench/venv.sh
 
 cargo build --release --locked --quiet -p brisk-client --example get_bytes --example download --example upload
 cargo build --release --locked --quiet -p brisk-cli

@@ -11,26 +11,13 @@
 # --clients brisk,obstore, --object-size 1GiB, --scratch DIR (default /work/scratch-compare), --out DIR.
 # Writes bench/results/random-SERVER-DATE.{tsv,md}; `bench/random_reads.py table FILE.tsv` reprints the table.
 #
-# The Python clients are installed at the pinned versions of bench/compare.sh into .bench-venv/ (reused
+# The Python clients are installed at the versions pinned in bench/venv.sh into .bench-venv/ (reused
 # when the versions match). Needs python3 with venv and cargo.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-# The same pins as bench/compare.sh: raise them together, and rerun every table.
-pins=(boto3==1.44.5 awscrt==0.38.0 obstore==0.12.1)
-
-venv="$root/.bench-venv"
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-installed="$("$venv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null || true)"
-for pin in "${pins[@]}"; do
-  if ! grep -qx "$pin" <<<"$installed"; then
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
-    break
-  fi
-done
+source bench/venv.sh
 
 cargo build --release --locked --quiet -p brisk-client --example random_read
 cargo build --release --locked --quiet -p brisk-cli

@@ -423,7 +423,7 @@ def run(args):
                     row = measure(server, client, block, depth, seconds)
                     row["repeat"] = rep + 1
                     rows.append(row)
-                    partial.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+                    partial.write(compare.tsv_line(row, TSV_FIELDS))
                     partial.flush()
                     print(progress_line(row), file=sys.stderr)
             loads.append(open("/proc/loadavg").read().split()[:3])
@@ -433,11 +433,7 @@ def run(args):
     meta["load_after_each_repeat"] = loads
     partial.close()
     os.unlink(stem + ".partial.tsv")
-    with open(stem + ".tsv", "w") as f:
-        f.write(f"# {json.dumps(meta)}\n")
-        f.write("\t".join(TSV_FIELDS) + "\n")
-        for row in rows:
-            f.write("\t".join(str(row.get(k, "")) for k in TSV_FIELDS) + "\n")
+    compare.write_tsv(stem + ".tsv", meta, rows, TSV_FIELDS)
     text = table(meta, rows)
     with open(stem + ".md", "w") as f:
         f.write(text)
@@ -455,18 +451,10 @@ def progress_line(row):
 
 
 def read_tsv(path):
-    with open(path) as f:
-        meta = json.loads(f.readline()[2:])
-        header = f.readline().rstrip("\n").split("\t")
-        rows = []
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            for k in ("block", "depth", "repeat", "reads", "errors", "bytes", "max_rss_kib", "threads", "sockets"):
-                row[k] = int(row[k]) if row.get(k) else None
-            for k in ("seconds", "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "server_cpu_s"):
-                row[k] = float(row[k]) if row.get(k) else None
-            rows.append(row)
-    return meta, rows
+    return compare.read_tsv(
+        path,
+        ints=("block", "depth", "repeat", "reads", "errors", "bytes", "max_rss_kib", "threads", "sockets"),
+        floats=("seconds", "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "server_cpu_s"))
 
 
 def size_label(size):
