@@ -284,6 +284,14 @@ pub struct BenchArgs {
     /// Directory the HTML report (index.html) is written to.
     #[arg(long, value_name = "DIR", default_value = "brisk-bench-report")]
     pub report: PathBuf,
+    /// Where it runs and what it writes besides the report.
+    #[command(flatten)]
+    pub place: BenchPlaceArgs,
+}
+
+/// What every `brisk bench` benchmark takes about where it runs and what it writes.
+#[derive(Debug, Args)]
+pub struct BenchPlaceArgs {
     /// Also write the JSON document to FILE (--json prints it on stdout instead of the table).
     #[arg(long, value_name = "FILE")]
     pub json_file: Option<PathBuf>,
@@ -407,16 +415,7 @@ pub struct RandomArgs {
     /// Directory the HTML report (index.html) is written to.
     #[arg(long, value_name = "DIR", default_value = "brisk-bench-random-report")]
     pub report: PathBuf,
-    /// Also write the JSON document to FILE (--json prints it on stdout instead of the table).
-    #[arg(long, value_name = "FILE")]
-    pub json_file: Option<PathBuf>,
-    /// Bucket to use with --endpoint-url [default: a new brisk-bench-<random>, removed after].
-    #[arg(long)]
-    pub bucket: Option<String>,
-    /// Where the embedded server's data goes [default: the system's temp dir].
-    #[arg(long, value_name = "DIR")]
-    pub work_dir: Option<PathBuf>,
-    /// An extra argument for the embedded `brisk serve`, e.g. --server-arg=--no-fsync (repeatable).
-    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
-    pub server_arg: Vec<String>,
+    /// Where it runs and what it writes besides the report.
+    #[command(flatten)]
+    pub place: BenchPlaceArgs,
 }

@@ -29,7 +29,7 @@ use thiserror::Error;
 
 pub use cases::CaseKind;
 
-use crate::args::{BenchArgs, BenchCommand, GlobalArgs};
+use crate::args::{BenchArgs, BenchCommand, BenchPlaceArgs, GlobalArgs};
 use crate::exit::CliError;
 use cases::{KEY_PREFIX, Target, Written};
 use report::{Machine, Report};
@@ -177,7 +177,7 @@ async fn run_checked(global: &GlobalArgs, args: &BenchArgs) -> Result<(), BenchE
     let report = report?;
     emit(
         global,
-        args.json_file.as_deref(),
+        args.place.json_file.as_deref(),
         &args.report,
         &report.to_json(),
         &report.table(),
@@ -222,51 +222,108 @@ async fn suite(
     notes: Vec<String>,
     status: &Status,
 ) -> Result<Report, BenchError> {
+    let largest_get = plan.get_sizes.iter().copied().max().unwrap_or(0) as usize;
+    let sizing = ClientSizing {
+        largest_get,
+        connections: 0,
+        repeat: plan.repeat,
+    };
+    let options = transfer_options(global);
+    let ran = in_session(
+        global,
+        &args.place,
+        sizing,
+        status,
+        async |target, written| run_cases(target, plan, written, status).await,
+    )
+    .await?;
+    Ok(Report {
+        command: command_line(),
+        endpoint: ran.endpoint,
+        server: ran.server,
+        machine: Machine::current(),
+        repeat: plan.repeat,
+        part_size: options.part_size,
+        concurrency: options.parts_in_flight,
+        cases: ran.outcome,
+        notes,
+    })
+}
+
+/// How a benchmark's client is built and its cases repeated.
+struct ClientSizing {
+    /// The largest in-memory GET (the budget is raised to hold it).
+    largest_get: usize,
+    /// Connections per host (0: the CLI's default from `--concurrency`).
+    connections: usize,
+    /// Runs of each case.
+    repeat: usize,
+}
+
+/// What a benchmark produced, and where it ran (for its report).
+struct Ran<T> {
+    outcome: T,
+    /// `--endpoint-url`, or `embedded`.
+    endpoint: String,
+    /// The embedded server's settings, when it ran on one.
+    server: Option<ServerSettings>,
+    /// The bucket it used.
+    bucket: String,
+}
+
+/// Runs `run` in a benchmark session: Ctrl-C and SIGTERM handlers registered before anything is
+/// started (so they always reach the clean-up), the work directory, the embedded server unless
+/// `--endpoint-url` is given, the client and the bucket; afterwards, whatever happened, the objects
+/// written are deleted, a bucket the run created is removed, the server is killed and reaped and
+/// the work directory removed.
+async fn in_session<T>(
+    global: &GlobalArgs,
+    place: &BenchPlaceArgs,
+    sizing: ClientSizing,
+    status: &Status,
+    run: impl for<'t> AsyncFnOnce(&'t Target<'t>, &'t mut Written) -> Result<T, BenchError>,
+) -> Result<Ran<T>, BenchError> {
     use tokio::signal::unix::{SignalKind, signal};
-    // Registered before anything is started, so that Ctrl-C and SIGTERM always reach the clean-up.
     let mut interrupt =
         signal(SignalKind::interrupt()).map_err(|e| CliError::local("listen for Ctrl-C", e))?;
     let mut terminate =
         signal(SignalKind::terminate()).map_err(|e| CliError::local("listen for SIGTERM", e))?;
-    let work = work_dir(args.work_dir.as_deref())?;
-    let server = start_server(global, &work, &args.server_arg, status).await?;
-    let largest_get = plan.get_sizes.iter().copied().max().unwrap_or(0) as usize;
-    let client = build_client(global, server.as_ref(), largest_get, 0)?;
-    let options = transfer_options(global);
+    let work = work_dir(place.work_dir.as_deref())?;
+    let server = start_server(global, &work, &place.server_arg, status).await?;
+    let client = build_client(
+        global,
+        server.as_ref(),
+        sizing.largest_get,
+        sizing.connections,
+    )?;
     let (bucket, created_bucket) =
-        prepare_bucket(&client, args.bucket.as_deref(), server.is_some()).await?;
+        prepare_bucket(&client, place.bucket.as_deref(), server.is_some()).await?;
     let target = Target {
         client: &client,
         bucket: &bucket,
         server_pid: server.as_ref().map(ServerProcess::pid),
         files: work.path(),
-        options: options.clone(),
-        repeat: plan.repeat,
+        options: transfer_options(global),
+        repeat: sizing.repeat,
     };
     let mut written = Written::default();
     let outcome = tokio::select! {
-        r = run_cases(&target, plan, &mut written, status) => r,
+        r = run(&target, &mut written) => r,
         _ = interrupt.recv() => Err(BenchError::Interrupted),
         _ = terminate.recv() => Err(BenchError::Interrupted),
     };
     status.show("cleaning up");
     clean_up(&client, &bucket, &written, created_bucket).await;
-    let cases = outcome?;
-    Ok(Report {
-        command: command_line(),
+    Ok(Ran {
+        outcome: outcome?,
         endpoint: global
             .endpoint_url
             .clone()
             .unwrap_or_else(|| "embedded".to_owned()),
         server: server
             .as_ref()
-            .map(|_| ServerSettings::from_args(&args.server_arg)),
-        machine: Machine::current(),
-        repeat: plan.repeat,
-        part_size: options.part_size,
-        concurrency: options.parts_in_flight,
-        cases,
-        notes,
+            .map(|_| ServerSettings::from_args(&place.server_arg)),
+        bucket,
     })
     // `server` (killed and reaped) and `work` (removed) are dropped here, and on every early return.
 }

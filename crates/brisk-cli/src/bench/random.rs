@@ -32,11 +32,8 @@ use super::cases::{KEY_PREFIX, Target, Written, check_random};
 use super::chart::{COLORS, Series, YScale, line_chart};
 use super::measure::{GIB, Process};
 use super::report::{Machine, STYLE, escape};
-use super::server::{ServerProcess, ServerSettings};
-use super::{
-    BenchError, Status, build_client, clean_up, command_line, prepare_bucket, start_server,
-    transfer_options, work_dir,
-};
+use super::server::ServerSettings;
+use super::{BenchError, ClientSizing, Status, command_line, in_session};
 use crate::args::{GlobalArgs, PipeliningArg, RandomArgs};
 use crate::exit::CliError;
 use crate::size::human;
@@ -202,7 +199,7 @@ pub async fn run(global: &GlobalArgs, args: &RandomArgs) -> Result<(), BenchErro
     let report = report?;
     super::emit(
         global,
-        args.json_file.as_deref(),
+        args.place.json_file.as_deref(),
         &args.report,
         &report.to_json(),
         &report.table(),
@@ -217,44 +214,26 @@ async fn sweep(
     plan: &RandomPlan,
     status: &Status,
 ) -> Result<RandomReport, BenchError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt =
-        signal(SignalKind::interrupt()).map_err(|e| CliError::local("listen for Ctrl-C", e))?;
-    let mut terminate =
-        signal(SignalKind::terminate()).map_err(|e| CliError::local("listen for SIGTERM", e))?;
-    let work = work_dir(args.work_dir.as_deref())?;
-    let server = start_server(global, &work, &args.server_arg, status).await?;
-    let client = build_client(global, server.as_ref(), 0, plan.connections)?;
-    let (bucket, created_bucket) =
-        prepare_bucket(&client, args.bucket.as_deref(), server.is_some()).await?;
-    let target = Target {
-        client: &client,
-        bucket: &bucket,
-        server_pid: server.as_ref().map(ServerProcess::pid),
-        files: work.path(),
-        options: transfer_options(global),
+    let sizing = ClientSizing {
+        largest_get: 0,
+        connections: plan.connections,
         repeat: 1,
     };
-    let mut written = Written::default();
-    let outcome = tokio::select! {
-        r = run_points(&target, plan, &mut written, status) => r,
-        _ = interrupt.recv() => Err(BenchError::Interrupted),
-        _ = terminate.recv() => Err(BenchError::Interrupted),
-    };
-    status.show("cleaning up");
-    clean_up(&client, &bucket, &written, created_bucket).await;
-    let (key, object_size, points) = outcome?;
+    let ran = in_session(
+        global,
+        &args.place,
+        sizing,
+        status,
+        async |target, written| run_points(target, plan, written, status).await,
+    )
+    .await?;
+    let (key, object_size, points) = ran.outcome;
     Ok(RandomReport {
         command: command_line(),
-        endpoint: global
-            .endpoint_url
-            .clone()
-            .unwrap_or_else(|| "embedded".to_owned()),
-        server: server
-            .as_ref()
-            .map(|_| ServerSettings::from_args(&args.server_arg)),
+        endpoint: ran.endpoint,
+        server: ran.server,
         machine: Machine::current(),
-        bucket,
+        bucket: ran.bucket,
         key,
         object_size,
         object_written: matches!(plan.object, Object::Write(_)),
