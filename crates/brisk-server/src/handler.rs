@@ -24,8 +24,8 @@ use crate::objects::{
 use crate::route::{Operation, Route};
 use crate::server::Shared;
 use crate::store::{
-    Checksum, ChecksumType, CompletedPart, ListQuery, MAX_KEYS_PER_PAGE, NewObject, StoreError,
-    UploadQuery, WriteCondition,
+    Checksum, ChecksumType, CompletedPart, ListQuery, MAX_KEYS_PER_PAGE, NewObject, ObjectInfo,
+    StoreError, UploadQuery, WriteCondition,
 };
 
 /// Largest XML request body read into memory (CompleteMultipartUpload with 10,000 parts is about
@@ -528,9 +528,7 @@ async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
 }
 
 async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Result<(), S3Error> {
-    let (info, file) = blocking(|| r.shared.store.open_object(&r.route.bucket, &r.route.key))?;
     let h = r.head.headers();
-    let precondition = check_preconditions(h, &info)?;
     let part_number =
         match r.route.query.get("partNumber") {
             Some(v) => Some(v.parse::<u32>().map_err(|_| {
@@ -538,20 +536,36 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
             })?),
             None => None,
         };
-    let range = if let Some(n) = part_number {
-        Some(info.part_range(n).ok_or_else(|| {
-            S3Error::new(
-                "InvalidPartNumber",
-                416,
-                "The requested partnumber is not satisfiable",
-            )
-        })?)
-    } else {
-        match h.get_str("range").and_then(RangeRequest::parse) {
-            Some(range) => Some(range.resolve(info.size)?),
-            None => None,
-        }
+    // Preconditions and the range are decided on the metadata before the body is opened, so that
+    // only the files the response sends are opened (none for a HEAD or a 304).
+    let plan = |info: &ObjectInfo| -> Result<_, S3Error> {
+        let precondition = check_preconditions(h, info)?;
+        let range = if let Some(n) = part_number {
+            Some(info.part_range(n).ok_or_else(|| {
+                S3Error::new(
+                    "InvalidPartNumber",
+                    416,
+                    "The requested partnumber is not satisfiable",
+                )
+            })?)
+        } else {
+            match h.get_str("range").and_then(RangeRequest::parse) {
+                Some(range) => Some(range.resolve(info.size)?),
+                None => None,
+            }
+        };
+        let read = if head_only || precondition == Precondition::NotModified {
+            0..0
+        } else {
+            range.clone().unwrap_or(0..info.size)
+        };
+        Ok(((precondition, range), read))
     };
+    let (info, (precondition, range), file) = blocking(|| {
+        r.shared
+            .store
+            .open_object_span(&r.route.bucket, &r.route.key, plan)
+    })?;
     if precondition == Precondition::NotModified {
         x.begin(304, r.request_id);
         set(x.headers(), "etag", &info.etag);
@@ -668,26 +682,31 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
     let (source_bucket, source_key) =
         parse_copy_source(h.get_str("x-amz-copy-source").unwrap_or_default())?;
     let store = &r.shared.store;
-    let (info, mut source) = blocking(|| store.open_object(&source_bucket, &source_key))?;
-    if let Some(condition) = copy_source_refused(h, &info) {
-        return Err(StoreError::PreconditionFailed { condition }.into());
-    }
-    let span = match h.get_str("x-amz-copy-source-range") {
-        Some(v) => match RangeRequest::parse(v) {
-            Some(RangeRequest::From {
-                first,
-                last: Some(last),
-            }) if last < info.size => first..last + 1,
-            _ => {
-                return Err(S3Error::invalid_argument(format!(
-                    "The x-amz-copy-source-range value {v:?} must be bytes=first-last within the \
-                     source object of {} bytes",
-                    info.size
-                )));
-            }
-        },
-        None => 0..info.size,
+    // Only the source files the copied range falls in are opened.
+    let plan = |info: &ObjectInfo| -> Result<_, S3Error> {
+        if let Some(condition) = copy_source_refused(h, info) {
+            return Err(StoreError::PreconditionFailed { condition }.into());
+        }
+        let span = match h.get_str("x-amz-copy-source-range") {
+            Some(v) => match RangeRequest::parse(v) {
+                Some(RangeRequest::From {
+                    first,
+                    last: Some(last),
+                }) if last < info.size => first..last + 1,
+                _ => {
+                    return Err(S3Error::invalid_argument(format!(
+                        "The x-amz-copy-source-range value {v:?} must be bytes=first-last within \
+                         the source object of {} bytes",
+                        info.size
+                    )));
+                }
+            },
+            None => 0..info.size,
+        };
+        Ok((span.clone(), span))
     };
+    let (_, span, mut source) =
+        blocking(|| store.open_object_span(&source_bucket, &source_key, plan))?;
     if span.end - span.start > MAX_PUT_SIZE {
         return Err(S3Error::new(
             "EntityTooLarge",

@@ -416,6 +416,21 @@ fn segmented_bodies_are_shared_by_copies_and_freed_with_the_last_reference() {
         assert_eq!(got, whole[start as usize..start as usize + len]);
     }
     drop(body);
+    // A span opens only the files it falls in: a HEAD none, a range inside part 2 one, a range
+    // across parts 1 and 2 two; their bytes read back as the object's.
+    for (span, opened) in [(0..0, 0), (1600..1700, 1), (1490..1510, 2), (0..4500, 3)] {
+        let (_, (), mut body) = store
+            .open_object_span("bkt", "seg", |_| {
+                Ok::<_, brisk_server::store::StoreError>(((), span.clone()))
+            })
+            .unwrap();
+        assert_eq!(body.segment_count(), opened, "files opened for {span:?}");
+        assert_eq!(body.len(), 4500);
+        body.seek(SeekFrom::Start(span.start)).unwrap();
+        let mut got = vec![0; (span.end - span.start) as usize];
+        body.read_exact(&mut got).unwrap();
+        assert_eq!(got, whole[span.start as usize..span.end as usize]);
+    }
 
     store
         .copy_object("bkt", "seg", "bkt", "seg-copy", None)

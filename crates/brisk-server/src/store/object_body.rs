@@ -21,6 +21,10 @@ struct Segment {
 
 /// The open data files of one object version, readable as one stream ([`Read`] + [`Seek`]) or
 /// piece by piece for `sendfile` ([`ObjectBody::pieces`]).
+///
+/// A body may hold only the files of the span a request reads ([`ObjectBody::skip`] stands for the
+/// others): a 256 KiB range of an object completed from 128 parts then opens one file, not 128.
+/// Reading where no file was opened is an error, never a short or shifted read.
 #[derive(Debug)]
 pub struct ObjectBody {
     segments: Segments,
@@ -75,6 +79,12 @@ impl ObjectBody {
         };
     }
 
+    /// Accounts for the next `len` bytes of the object without opening their file: the body keeps
+    /// its size and offsets, and those bytes cannot be read.
+    pub(crate) fn skip(&mut self, len: u64) {
+        self.len += len;
+    }
+
     /// The body's size in bytes.
     pub fn len(&self) -> u64 {
         self.len
@@ -85,7 +95,8 @@ impl ObjectBody {
         self.len == 0
     }
 
-    /// How many files the body is made of (1 unless it was completed from several parts).
+    /// How many files the body has open (1 for a whole object from a single PUT, the parts a span
+    /// touches for one completed from several).
     pub fn segment_count(&self) -> usize {
         self.segments.as_slice().len()
     }
@@ -104,8 +115,18 @@ impl ObjectBody {
     /// bytes read (0 at or past the end).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let end = offset.saturating_add(buf.len() as u64).min(self.len);
-        let Some((file, at, len)) = self.pieces(offset..end).next() else {
+        if offset >= end {
             return Ok(0);
+        }
+        let Some((file, at, len)) = self.pieces(offset..end).next().filter(|&(_, at, _)| {
+            // The first piece must start at `offset`: one that starts later means the bytes at
+            // `offset` are in a file this body did not open.
+            self.segment_start_of(offset) == Some(offset - at)
+        }) else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "read outside the span of the object that was opened",
+            ));
         };
         let n = file.read_at(&mut buf[..len as usize], at)?;
         if n == 0 && len > 0 {
@@ -115,6 +136,17 @@ impl ObjectBody {
             ));
         }
         Ok(n)
+    }
+}
+
+impl ObjectBody {
+    /// Where the opened segment holding `offset` starts in the object, if one does.
+    fn segment_start_of(&self, offset: u64) -> Option<u64> {
+        self.segments
+            .as_slice()
+            .iter()
+            .find(|s| s.start <= offset && offset < s.start + s.len)
+            .map(|s| s.start)
     }
 }
 
@@ -177,6 +209,25 @@ mod tests {
         assert_eq!(b.pieces(4..8).count(), 1);
         assert_eq!(b.pieces(10..12).count(), 0);
         assert_eq!(b.pieces(0..10).map(|p| p.2).sum::<u64>(), 10);
+    }
+
+    #[test]
+    fn bytes_of_skipped_segments_cannot_be_read() {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(b"4567").unwrap();
+        let mut b = ObjectBody::empty();
+        b.skip(4);
+        b.push(f, 4);
+        b.skip(2);
+        assert_eq!((b.len(), b.segment_count()), (10, 1));
+        let mut buf = [0u8; 4];
+        assert_eq!(b.read_at(&mut buf, 5).unwrap(), 3);
+        assert_eq!(&buf[..3], b"567");
+        assert!(b.read_at(&mut buf, 2).is_err(), "before the opened span");
+        assert!(b.read_at(&mut buf, 8).is_err(), "after it");
+        assert_eq!(b.read_at(&mut buf, 10).unwrap(), 0, "at the end");
+        let spans: Vec<(u64, u64)> = b.pieces(0..10).map(|(_, at, len)| (at, len)).collect();
+        assert_eq!(spans, [(0, 4)], "pieces come only from opened files");
     }
 
     #[test]
