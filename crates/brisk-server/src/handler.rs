@@ -561,11 +561,16 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
         };
         Ok(((precondition, range), read))
     };
-    let (info, (precondition, range), file) = blocking(|| {
+    // The lookup runs on the worker itself, not through `blocking`: it is a read of the metadata
+    // tree and an open(2), which the page cache answers in microseconds, as it answers the
+    // `sendfile` that follows on this same worker. `block_in_place` would hand the worker's other
+    // tasks to another thread for each GET: under random 256 KiB reads at queue depth 64 that was
+    // 4 times the context switches (57,000 against 13,000 in 5 s) and 65 server threads instead
+    // of 3. Writes, which fsync, still go through `blocking`.
+    let (info, (precondition, range), file) =
         r.shared
             .store
-            .open_object_span(&r.route.bucket, &r.route.key, plan)
-    })?;
+            .open_object_span(&r.route.bucket, &r.route.key, plan)?;
     if precondition == Precondition::NotModified {
         x.begin(304, r.request_id);
         set(x.headers(), "etag", &info.etag);
