@@ -37,9 +37,10 @@ fn concurrent_gets_start_no_threads() {
     let before = threads();
     let start = std::sync::Barrier::new(CONNECTIONS + 1);
     let done = std::sync::Barrier::new(CONNECTIONS + 1);
+    let counted = std::sync::Barrier::new(CONNECTIONS + 1);
     let during = std::thread::scope(|s| {
         for c in 0..CONNECTIONS {
-            let (start, done) = (&start, &done);
+            let (start, done, counted) = (&start, &done, &counted);
             s.spawn(move || {
                 let mut client = Client::connect(addr);
                 start.wait();
@@ -56,12 +57,15 @@ fn concurrent_gets_start_no_threads() {
                     assert_eq!(client.receive(method, |_| {}).status, 206);
                 }
                 done.wait();
+                counted.wait();
             });
         }
         start.wait();
         done.wait();
-        // The client threads are still alive here: count them out.
-        threads() - CONNECTIONS
+        // The client threads wait for the count: count them out.
+        let during = threads() - CONNECTIONS;
+        counted.wait();
+        during
     });
     assert_eq!(
         during, before,
