@@ -164,7 +164,11 @@ impl Exchange {
     pub async fn send_body(&mut self, body: &ObjectBody, span: Range<u64>) -> Result<(), S3Error> {
         self.response_started = true;
         self.conn.queue_response_head(&self.response);
-        self.conn.flush().await?;
+        if span.is_empty() {
+            self.conn.flush().await?;
+        } else {
+            self.send_head_before_body().await?;
+        }
         let mut sent = 0;
         for (file, offset, len) in body.pieces(span.clone()) {
             self.send_file_range(file, offset, len).await?;
@@ -172,6 +176,30 @@ impl Exchange {
         }
         if sent != span.end - span.start {
             return Err(S3Error::internal("object body ended early"));
+        }
+        Ok(())
+    }
+
+    /// Sends the queued response head with `MSG_MORE`: the kernel holds it until the body's first
+    /// bytes join it, and the `sendfile` that follows ends with a push. Head and body start in one
+    /// segment: one packet, and one wake-up of the client, fewer per response than a head flushed
+    /// on its own (with `TCP_NODELAY` that head left at once, alone).
+    async fn send_head_before_body(&mut self) -> Result<(), S3Error> {
+        while !self.conn.queued_output().is_empty() {
+            let stream = self.conn.get_ref();
+            tokio::time::timeout(self.write_timeout, stream.writable())
+                .await
+                .map_err(|_| write_stalled(self.write_timeout))??;
+            let head = self.conn.queued_output();
+            let sent = stream.try_io(Interest::WRITABLE, || {
+                rustix::net::send(stream, head, rustix::net::SendFlags::MORE)
+                    .map_err(io::Error::from)
+            });
+            match sent {
+                Ok(n) => self.conn.output_sent(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }

@@ -886,6 +886,19 @@ where
         self.flush().await
     }
 
+    /// The bytes queued to go out with the next write (a response head, chunk framing), for a
+    /// caller that sends them itself: a server sends a head with `MSG_MORE` ahead of a `sendfile`
+    /// body, so that the head leaves in the body's first segment rather than in a packet of its own.
+    /// Report what was sent with [`output_sent`](Self::output_sent).
+    pub fn queued_output(&self) -> &[u8] {
+        &self.write_buf
+    }
+
+    /// Drops the first `n` bytes of [`queued_output`](Self::queued_output), which the caller sent.
+    pub fn output_sent(&mut self, n: usize) {
+        self.write_buf.drain(..n.min(self.write_buf.len()));
+    }
+
     /// Writes anything queued and flushes the stream.
     pub async fn flush(&mut self) -> Result<(), HttpError> {
         self.check_usable()?;
