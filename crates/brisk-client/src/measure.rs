@@ -85,7 +85,30 @@ pub struct Figures {
 
 /// Reads random `block_size` blocks of `bucket`/`options.key` for `options.duration` with
 /// `options.queue_depth` reads in flight, and returns the figures.
+///
+/// The loop that consumes completions and submits the next reads runs as a task on the runtime's
+/// workers, wherever `measure` is awaited from: awaited from `block_on`'s thread, every completion
+/// would wake that thread from a worker (a futex wake-up and a context switch per read). Spawned,
+/// a completion wakes its consumer on the worker that finished it. At 256 KiB and queue depth 64
+/// against `brisk serve`, that cut the client's CPU per GiB by 7 % and 16 % (medians of two
+/// interleaved series of 3 and 6 rounds). Outside a tokio runtime it panics, like `tokio::spawn`.
 pub async fn measure(client: &Client, bucket: &str, options: &MeasureOptions) -> Result<Figures> {
+    let (client, bucket, options) = (client.clone(), bucket.to_owned(), options.clone());
+    match tokio::spawn(async move { measure_on_worker(&client, &bucket, &options).await }).await {
+        Ok(result) => result,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Only a runtime shutting down cancels the task, and that drops this future too.
+            Err(e) => unreachable!("the measuring task was cancelled: {e}"),
+        },
+    }
+}
+
+async fn measure_on_worker(
+    client: &Client,
+    bucket: &str,
+    options: &MeasureOptions,
+) -> Result<Figures> {
     if options.block_size == 0 || options.queue_depth == 0 {
         return Err(Error::InvalidArgument {
             what: "block size and queue depth must be at least 1".into(),
