@@ -118,16 +118,20 @@ impl ObjectBody {
         if offset >= end {
             return Ok(0);
         }
-        let Some((file, at, len)) = self.pieces(offset..end).next().filter(|&(_, at, _)| {
-            // The first piece must start at `offset`: one that starts later means the bytes at
-            // `offset` are in a file this body did not open.
-            self.segment_start_of(offset) == Some(offset - at)
-        }) else {
+        // The opened file holding `offset`; none if that part of the object was skipped.
+        let Some(segment) = self
+            .segments
+            .as_slice()
+            .iter()
+            .find(|s| s.start <= offset && offset < s.start + s.len)
+        else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "read outside the span of the object that was opened",
             ));
         };
+        let (file, at) = (&segment.file, offset - segment.start);
+        let len = (end - offset).min(segment.len - at);
         let n = file.read_at(&mut buf[..len as usize], at)?;
         if n == 0 && len > 0 {
             return Err(io::Error::new(
@@ -136,17 +140,6 @@ impl ObjectBody {
             ));
         }
         Ok(n)
-    }
-}
-
-impl ObjectBody {
-    /// Where the opened segment holding `offset` starts in the object, if one does.
-    fn segment_start_of(&self, offset: u64) -> Option<u64> {
-        self.segments
-            .as_slice()
-            .iter()
-            .find(|s| s.start <= offset && offset < s.start + s.len)
-            .map(|s| s.start)
     }
 }
 
