@@ -73,3 +73,93 @@ fn allocations_per_request_do_not_grow_with_the_body() {
     drop(client);
     runtime.block_on(server.shutdown());
 }
+
+/// Completes `parts` parts of 4 KiB, each sent with its CRC32C as S3 clients send them, into `key`.
+fn put_multipart(client: &mut Client, key: &str, parts: u32) {
+    use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
+    let (r, body) = client.request("POST", &format!("/alloc-bucket/{key}?uploads"), b"");
+    assert_eq!(r.status, 200, "{}", r.head);
+    let body = String::from_utf8(body).unwrap();
+    let id = body
+        .split("<UploadId>")
+        .nth(1)
+        .and_then(|rest| rest.split("</UploadId>").next())
+        .unwrap()
+        .to_owned();
+    let mut listed = String::from("<CompleteMultipartUpload>");
+    for n in 1..=parts {
+        let data = vec![n as u8; 4096];
+        let crc = Checksummer::checksum(ChecksumAlgorithm::Crc32c, &data).to_base64();
+        let head = format!(
+            "PUT /alloc-bucket/{key}?partNumber={n}&uploadId={id} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Content-Length: 4096\r\nx-amz-checksum-crc32c: {crc}\r\n\r\n"
+        );
+        client.send_raw(head.as_bytes());
+        client.send_raw(&data);
+        let r = client.receive("PUT", |_| {});
+        assert_eq!(r.status, 200, "{}", r.head);
+        let etag = r
+            .head
+            .lines()
+            .find_map(|l| l.strip_prefix("etag: ").or(l.strip_prefix("ETag: ")))
+            .unwrap()
+            .trim()
+            .to_owned();
+        listed += &format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag>\
+             <ChecksumCRC32C>{crc}</ChecksumCRC32C></Part>"
+        );
+    }
+    listed += "</CompleteMultipartUpload>";
+    let (r, body) = client.request(
+        "POST",
+        &format!("/alloc-bucket/{key}?uploadId={id}"),
+        listed.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{} {}", r.head, String::from_utf8_lossy(&body));
+}
+
+/// Fewest allocations of a 4 KiB ranged GET of `key` (in its first part) over 5 tries.
+fn ranged_get(client: &mut Client, key: &str) -> u64 {
+    let request = format!(
+        "GET /alloc-bucket/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=100-4195\r\n\r\n"
+    );
+    (0..5)
+        .map(|_| {
+            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            client.send_raw(request.as_bytes());
+            let r = client.receive("GET", |_| {});
+            assert_eq!(r.status, 206, "{}", r.head);
+            ALLOCATIONS.load(Ordering::SeqCst) - before
+        })
+        .min()
+        .unwrap()
+}
+
+/// A ranged GET of an object completed from many checksummed parts costs what one of a two-part
+/// object does: the parts' layout decodes without an allocation per part, and only the part the
+/// range falls in is opened.
+#[test]
+fn allocations_per_ranged_get_do_not_grow_with_the_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let mut config = brisk_server::ServerConfig::new(dir.path(), None);
+    config.min_part_size = 1;
+    let server = http_support::start_with(&runtime, config);
+    let mut client = Client::connect(server.local_addr());
+    let (r, _) = client.request("PUT", "/alloc-bucket", b"");
+    assert_eq!(r.status, 200);
+    put_multipart(&mut client, "two", 2);
+    put_multipart(&mut client, "many", 64);
+    ranged_get(&mut client, "two");
+    let two = ranged_get(&mut client, "two");
+    let many = ranged_get(&mut client, "many");
+    println!("allocations per ranged GET: 2 parts {two}, 64 parts {many}");
+    assert!(
+        many <= two + 4,
+        "a GET of a 64-part object cost {many} allocations, of a 2-part one {two}: something \
+         allocates per part"
+    );
+    drop(client);
+    runtime.block_on(server.shutdown());
+}

@@ -109,8 +109,56 @@ pub struct Checksum {
 pub struct PartLayout {
     /// Size of the part in bytes; offsets follow from the sizes of the parts before it.
     pub size: u64,
-    /// The part's own checksum (base64), when the client sent one.
-    pub checksum: Option<String>,
+    /// The part's own checksum, when the client sent one.
+    pub checksum: Option<PartChecksum>,
+}
+
+/// A part's checksum as S3 shows it (base64), held inline: every GET decodes the object's record,
+/// and with a heap string per part a ranged GET of an object completed from 128 checksummed parts
+/// made 129 allocations for its layout alone, most of the server's mallocs per request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PartChecksum {
+    len: u8,
+    bytes: [u8; PartChecksum::MAX_LEN],
+}
+
+impl PartChecksum {
+    /// The longest value: SHA-256's 32 bytes in base64, the longest of S3's checksums.
+    pub const MAX_LEN: usize = 44;
+
+    /// The checksum `base64`; `None` if it is longer than any S3 checksum.
+    pub fn new(base64: &str) -> Option<Self> {
+        let len = base64.len();
+        if len > Self::MAX_LEN {
+            return None;
+        }
+        let mut bytes = [0; Self::MAX_LEN];
+        bytes[..len].copy_from_slice(base64.as_bytes());
+        Some(Self {
+            len: len as u8,
+            bytes,
+        })
+    }
+
+    /// The base64 value.
+    pub fn as_str(&self) -> &str {
+        // Made from a `&str` and never changed: always UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+
+    /// A part's checksum read from a record: one too long to be an S3 checksum means the record
+    /// is damaged.
+    pub(crate) fn from_record(base64: &str) -> Result<Self> {
+        Self::new(base64).ok_or(StoreError::CorruptMetadata(
+            "a part checksum is longer than any S3 checksum",
+        ))
+    }
+}
+
+impl std::fmt::Debug for PartChecksum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_str().fmt(f)
+    }
 }
 
 /// What the caller of a PUT supplies besides the bytes.
@@ -230,7 +278,7 @@ pub(crate) fn encode_object(info: &ObjectInfo) -> Vec<u8> {
     w.u32(info.parts.len() as u32);
     for part in &info.parts {
         w.u64(part.size);
-        w.opt_str(part.checksum.as_deref());
+        w.opt_str(part.checksum.as_ref().map(PartChecksum::as_str));
     }
     // Appended last, and only for segmented bodies, so records written before segments existed
     // (which end after the parts) still decode.
@@ -256,7 +304,7 @@ pub(crate) fn decode_object(key: &str, bytes: &[u8]) -> Result<ObjectInfo> {
     for _ in 0..count {
         parts.push(PartLayout {
             size: r.u64()?,
-            checksum: r.opt_string()?,
+            checksum: r.opt_str()?.map(PartChecksum::from_record).transpose()?,
         });
     }
     let mut segments = Vec::new();
@@ -496,15 +544,21 @@ impl<'a> Reader<'a> {
         Ok(nanos_to_time(self.u64()?))
     }
     fn string(&mut self) -> Result<String> {
+        self.str().map(str::to_owned)
+    }
+    /// A string borrowed from the record, without a copy.
+    fn str(&mut self) -> Result<&'a str> {
         let len = self.u32()? as usize;
         let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec())
-            .map_err(|_| StoreError::CorruptMetadata("string is not UTF-8"))
+        std::str::from_utf8(bytes).map_err(|_| StoreError::CorruptMetadata("string is not UTF-8"))
     }
     fn opt_string(&mut self) -> Result<Option<String>> {
+        Ok(self.opt_str()?.map(str::to_owned))
+    }
+    fn opt_str(&mut self) -> Result<Option<&'a str>> {
         match self.u8()? {
             0 => Ok(None),
-            1 => self.string().map(Some),
+            1 => self.str().map(Some),
             _ => Err(StoreError::CorruptMetadata("bad option tag")),
         }
     }
@@ -573,7 +627,7 @@ mod tests {
             parts: vec![
                 PartLayout {
                     size: 5,
-                    checksum: Some("x".into()),
+                    checksum: PartChecksum::new("x"),
                 },
                 PartLayout {
                     size: 7,
@@ -583,6 +637,31 @@ mod tests {
             data_id: DataId(0xdead_beef_u128 << 64 | 42),
             segments: Vec::new(),
         }
+    }
+
+    #[test]
+    fn part_checksums_are_held_inline_up_to_sha256s_length() {
+        let sha256 = "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg=";
+        assert_eq!(sha256.len(), PartChecksum::MAX_LEN);
+        assert_eq!(PartChecksum::new(sha256).unwrap().as_str(), sha256);
+        assert_eq!(PartChecksum::new("AAAAAA==").unwrap().as_str(), "AAAAAA==");
+        assert!(PartChecksum::new(&format!("{sha256}=")).is_none());
+        // A record whose part checksum is longer than any S3 checksum is damaged, not truncated.
+        let mut w = Writer::with_capacity(64);
+        w.u8(RECORD_VERSION);
+        w.u64(1);
+        w.str("etag");
+        w.time(SystemTime::UNIX_EPOCH);
+        w.u128(7);
+        w.attributes(&ObjectAttributes::default());
+        w.checksum(None);
+        w.u32(1);
+        w.u64(1);
+        w.opt_str(Some(&"A".repeat(45)));
+        assert!(matches!(
+            decode_object("k", &w.0),
+            Err(StoreError::CorruptMetadata(_))
+        ));
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub use layout::{DATA_DIR, METADATA_FILE, TMP_DIR};
 pub use list::{ListPage, ListQuery, MAX_KEYS_PER_PAGE};
 pub use meta::{
     Checksum, ChecksumAlgorithm, ChecksumType, NewObject, ObjectAttributes, ObjectInfo,
-    ObjectSummary, PartLayout,
+    ObjectSummary, PartChecksum, PartLayout,
 };
 pub use multipart::{
     CompletedPart, MAX_PART_NUMBER, MAX_PARTS_PER_PAGE, MAX_UPLOADS_PER_PAGE, MIN_PART_SIZE,

@@ -17,8 +17,8 @@ use redb::{ReadableDatabase, ReadableTable, WriteTransaction};
 use super::error::{Result, StoreError};
 use super::layout::DataId;
 use super::meta::{
-    self, Checksum, ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo, PartLayout,
-    PartRecord, UploadRecord,
+    self, Checksum, ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo, PartChecksum,
+    PartLayout, PartRecord, UploadRecord,
 };
 use super::names;
 use super::pending::{PendingPart, TempFile};
@@ -397,11 +397,17 @@ impl Store {
             checksum,
             parts: records
                 .iter()
-                .map(|r| PartLayout {
-                    size: r.size,
-                    checksum: r.checksum.clone(),
+                .map(|r| {
+                    Ok(PartLayout {
+                        size: r.size,
+                        checksum: r
+                            .checksum
+                            .as_deref()
+                            .map(PartChecksum::from_record)
+                            .transpose()?,
+                    })
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
             data_id,
             segments,
         };
