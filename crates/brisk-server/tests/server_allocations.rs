@@ -116,7 +116,13 @@ fn put_multipart(client: &mut Client, key: &str, parts: u32) {
         &format!("/alloc-bucket/{key}?uploadId={id}"),
         listed.as_bytes(),
     );
-    assert_eq!(r.status, 200, "{} {}", r.head, String::from_utf8_lossy(&body));
+    assert_eq!(
+        r.status,
+        200,
+        "{} {}",
+        r.head,
+        String::from_utf8_lossy(&body)
+    );
 }
 
 /// Fewest allocations of a 4 KiB ranged GET of `key` (in its first part) over 5 tries.
