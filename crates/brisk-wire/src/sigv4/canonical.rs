@@ -12,6 +12,7 @@
 //! ```
 
 use percent_encoding::percent_decode;
+use std::borrow::Cow;
 
 use super::error::SigningError;
 
@@ -122,7 +123,9 @@ pub(crate) fn is_token(name: &str) -> bool {
 /// One signed header: its lower-case name and its values in request order.
 #[derive(Debug)]
 pub(crate) struct HeaderGroup<'a> {
-    pub name: String,
+    /// Borrowed from the request when it is lower-case already (a verified `SignedHeaders` list),
+    /// lower-cased into a copy when signing.
+    pub name: Cow<'a, str>,
     pub values: Vec<&'a [u8]>,
 }
 
@@ -147,7 +150,7 @@ pub(crate) fn group_headers<'a>(
         match groups.last_mut() {
             Some(g) if g.name == name => g.values.push(value),
             _ => groups.push(HeaderGroup {
-                name,
+                name: Cow::Owned(name),
                 values: vec![value],
             }),
         }
@@ -275,7 +278,7 @@ mod tests {
             ("Content-Type", b"t"),
         ];
         let groups = group_headers(headers.iter().copied()).unwrap();
-        let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+        let names: Vec<&str> = groups.iter().map(|g| g.name.as_ref()).collect();
         assert_eq!(names, ["content-type", "host", "x-amz-meta-a"]);
         let cr = CanonicalRequest::build("get", "/", "", &groups, "UNSIGNED-PAYLOAD");
         assert_eq!(

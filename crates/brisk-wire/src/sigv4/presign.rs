@@ -70,7 +70,7 @@ impl Signer {
         let groups = group_headers(request.headers.iter().copied())?;
         let signed_headers = groups
             .iter()
-            .map(|g| g.name.as_str())
+            .map(|g| g.name.as_ref())
             .collect::<Vec<_>>()
             .join(";");
         let (key, scope) = self.key_and_scope(&time);

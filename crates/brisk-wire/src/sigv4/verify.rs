@@ -7,6 +7,7 @@
 //! hashes it as it streams. The streaming markers select an [`AwsChunkedDecoder`], seeded from the
 //! verified signature ([`VerifiedRequest::chunked_decoder`]).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -129,14 +130,14 @@ impl PayloadHashVerifier {
 }
 
 /// The parsed `Credential=AKID/date/region/service/aws4_request`.
-struct Scope {
-    access_key_id: String,
-    date: String,
-    region: String,
-    service: String,
+struct Scope<'a> {
+    access_key_id: &'a str,
+    date: &'a str,
+    region: &'a str,
+    service: &'a str,
 }
 
-fn parse_credential(credential: &str) -> Option<Scope> {
+fn parse_credential(credential: &str) -> Option<Scope<'_>> {
     let mut parts = credential.rsplitn(5, '/');
     let terminator = parts.next()?;
     let service = parts.next()?;
@@ -149,11 +150,11 @@ fn parse_credential(credential: &str) -> Option<Scope> {
         && !access_key_id.is_empty()
         && date.len() == 8
         && date.bytes().all(|b| b.is_ascii_digit());
-    ok.then(|| Scope {
-        access_key_id: access_key_id.to_owned(),
-        date: date.to_owned(),
-        region: region.to_owned(),
-        service: service.to_owned(),
+    ok.then_some(Scope {
+        access_key_id,
+        date,
+        region,
+        service,
     })
 }
 
@@ -207,10 +208,13 @@ impl<'a> AuthorizationHeader<'a> {
     }
 }
 
-/// What both authentication styles reduce to before the signature check.
-struct Claim {
-    scope: Scope,
-    signed_headers: String,
+/// What both authentication styles reduce to before the signature check. The header style borrows
+/// its fields from the request; the presigned style owns them (they are percent-decoded).
+struct Claim<'a> {
+    /// `AKID/date/region/service/aws4_request`, checked by [`parse_credential`] when the claim was
+    /// made.
+    credential: Cow<'a, str>,
+    signed_headers: Cow<'a, str>,
     signature: [u8; 32],
     date: AmzDate,
     payload: PayloadHash,
@@ -226,6 +230,13 @@ pub struct Verifier<P> {
     region: Option<String>,
     service: String,
     max_skew: Duration,
+}
+
+impl Claim<'_> {
+    fn scope(&self) -> Scope<'_> {
+        parse_credential(&self.credential)
+            .expect("the credential was parsed when the claim was made")
+    }
 }
 
 impl<P: CredentialsProvider> Verifier<P> {
@@ -267,7 +278,7 @@ impl<P: CredentialsProvider> Verifier<P> {
         self.check_claim(request, claim)
     }
 
-    fn check_scope(&self, scope: &Scope, date: &AmzDate) -> Result<(), String> {
+    fn check_scope(&self, scope: &Scope<'_>, date: &AmzDate) -> Result<(), String> {
         if scope.date != date.date_str() {
             return Err(format!(
                 "the credential date {} is not the date of the request time {date}",
@@ -289,12 +300,12 @@ impl<P: CredentialsProvider> Verifier<P> {
         Ok(())
     }
 
-    fn header_claim(
+    fn header_claim<'a>(
         &self,
-        request: &SignableRequest<'_>,
-        auth: &str,
+        request: &SignableRequest<'a>,
+        auth: &'a str,
         now: AmzDate,
-    ) -> Result<Claim, AuthError> {
+    ) -> Result<Claim<'a>, AuthError> {
         let parsed = AuthorizationHeader::parse(auth)?;
         let scope = parse_credential(parsed.credential).ok_or_else(|| {
             AuthError::AuthorizationHeaderMalformed {
@@ -328,8 +339,8 @@ impl<P: CredentialsProvider> Verifier<P> {
         let security_token = header(request, "x-amz-security-token")
             .map(|t| String::from_utf8_lossy(t).trim().to_owned());
         Ok(Claim {
-            scope,
-            signed_headers: parsed.signed_headers.to_owned(),
+            credential: Cow::Borrowed(parsed.credential),
+            signed_headers: Cow::Borrowed(parsed.signed_headers),
             signature: parsed.signature,
             date,
             payload,
@@ -343,7 +354,7 @@ impl<P: CredentialsProvider> Verifier<P> {
         &self,
         request: &SignableRequest<'_>,
         now: AmzDate,
-    ) -> Result<Claim, AuthError> {
+    ) -> Result<Claim<'static>, AuthError> {
         let bad = |reason: String| AuthError::AuthorizationQueryParametersError { reason };
         let param = |name: &str| query_param(request.query, name);
         let require = |name: &str| param(name).ok_or_else(|| bad(format!("{name} is missing")));
@@ -391,8 +402,8 @@ impl<P: CredentialsProvider> Verifier<P> {
             }));
         }
         Ok(Claim {
-            scope,
-            signed_headers,
+            credential: Cow::Owned(credential),
+            signed_headers: Cow::Owned(signed_headers),
             signature,
             date,
             payload: PayloadHash::Unsigned,
@@ -405,13 +416,14 @@ impl<P: CredentialsProvider> Verifier<P> {
     fn check_claim(
         &self,
         request: &SignableRequest<'_>,
-        claim: Claim,
+        claim: Claim<'_>,
     ) -> Result<VerifiedRequest, AuthError> {
+        let scope = claim.scope();
         let credentials = self
             .provider
-            .credentials(&claim.scope.access_key_id)
+            .credentials(scope.access_key_id)
             .ok_or_else(|| AuthError::InvalidAccessKeyId {
-                access_key_id: claim.scope.access_key_id.clone(),
+                access_key_id: scope.access_key_id.to_owned(),
             })?;
         match (credentials.session_token(), claim.security_token.as_deref()) {
             (None, None) => {}
@@ -444,13 +456,20 @@ impl<P: CredentialsProvider> Verifier<P> {
         {
             return Err(malformed_list());
         }
-        let unsigned: Vec<String> = request
-            .headers
-            .iter()
-            .map(|(n, _)| n.to_ascii_lowercase())
-            .filter(|n| n.starts_with("x-amz-") && !signed.contains(&n.as_str()))
-            .collect();
-        if !unsigned.is_empty() {
+        // Compared without lower-casing a copy of every header name: the list is built only for
+        // the error.
+        let is_unsigned = |name: &str| {
+            name.get(..6)
+                .is_some_and(|p| p.eq_ignore_ascii_case("x-amz-"))
+                && !signed.iter().any(|s| s.eq_ignore_ascii_case(name))
+        };
+        if request.headers.iter().any(|(n, _)| is_unsigned(n)) {
+            let unsigned: Vec<String> = request
+                .headers
+                .iter()
+                .filter(|(n, _)| is_unsigned(n))
+                .map(|(n, _)| n.to_ascii_lowercase())
+                .collect();
             return Err(AuthError::AccessDenied(
                 AccessDeniedReason::HeadersNotSigned {
                     headers: unsigned.join(";"),
@@ -461,7 +480,8 @@ impl<P: CredentialsProvider> Verifier<P> {
         let groups: Vec<HeaderGroup<'_>> = signed
             .iter()
             .map(|name| HeaderGroup {
-                name: (*name).to_owned(),
+                // Checked lower-case above: borrowed as it is.
+                name: Cow::Borrowed(*name),
                 values: request
                     .headers
                     .iter()
@@ -478,10 +498,9 @@ impl<P: CredentialsProvider> Verifier<P> {
             &groups,
             &payload_text,
         );
-        let key =
-            credentials.signing_key(&claim.scope.date, &claim.scope.region, &claim.scope.service);
-        let scope = key.scope();
-        let sts = string_to_sign(&claim.date, &scope, &canonical.bytes);
+        let key = credentials.signing_key(scope.date, scope.region, scope.service);
+        let key_scope = key.scope();
+        let sts = string_to_sign(&claim.date, &key_scope, &canonical.bytes);
         let computed = signature(&key, &sts);
         if !constant_time_eq(&computed, &claim.signature) {
             return Err(AuthError::SignatureDoesNotMatch {
