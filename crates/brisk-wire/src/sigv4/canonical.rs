@@ -126,7 +126,49 @@ pub(crate) struct HeaderGroup<'a> {
     /// Borrowed from the request when it is lower-case already (a verified `SignedHeaders` list),
     /// lower-cased into a copy when signing.
     pub name: Cow<'a, str>,
-    pub values: Vec<&'a [u8]>,
+    pub values: HeaderValues<'a>,
+}
+
+/// The values of one signed header in request order. A header is nearly always sent once, so the
+/// first value is held inline and only repeats go into a `Vec`, which stays unallocated otherwise:
+/// grouping a request's headers costs no allocation per header.
+#[derive(Debug, Default)]
+pub(crate) struct HeaderValues<'a> {
+    first: Option<&'a [u8]>,
+    more: Vec<&'a [u8]>,
+}
+
+impl<'a> HeaderValues<'a> {
+    /// One value.
+    pub fn one(value: &'a [u8]) -> Self {
+        Self {
+            first: Some(value),
+            more: Vec::new(),
+        }
+    }
+
+    /// Appends the next value.
+    pub fn push(&mut self, value: &'a [u8]) {
+        match self.first {
+            None => self.first = Some(value),
+            Some(_) => self.more.push(value),
+        }
+    }
+
+    /// The values in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        self.first.into_iter().chain(self.more.iter().copied())
+    }
+}
+
+impl<'a> FromIterator<&'a [u8]> for HeaderValues<'a> {
+    fn from_iter<I: IntoIterator<Item = &'a [u8]>>(values: I) -> Self {
+        let mut all = Self::default();
+        for value in values {
+            all.push(value);
+        }
+        all
+    }
 }
 
 /// Groups `(name, value)` headers by lower-cased name, sorted by name, values in their original order.
@@ -151,7 +193,7 @@ pub(crate) fn group_headers<'a>(
             Some(g) if g.name == name => g.values.push(value),
             _ => groups.push(HeaderGroup {
                 name: Cow::Owned(name),
-                values: vec![value],
+                values: HeaderValues::one(value),
             }),
         }
     }
