@@ -126,14 +126,27 @@ impl Layout {
     }
 
     pub fn data_leaf_dir(&self, id: DataId) -> PathBuf {
-        let (a, b) = id.leaf_dir();
-        self.data_dir()
-            .join(format!("{a:02x}"))
-            .join(format!("{b:02x}"))
+        self.leaf_dir_with_room(id, 0)
     }
 
+    /// `root/data/aa/bb/<id>`, built in one allocation: every GET and PUT names a data file, and
+    /// joining each component (with its name formatted into a `String` first) made seven.
     pub fn data_path(&self, id: DataId) -> PathBuf {
-        self.data_leaf_dir(id).join(id.file_name())
+        let mut path = self.leaf_dir_with_room(id, 33);
+        path.push(hex_str(&mut [0; 32], id.0));
+        path
+    }
+
+    /// `root/data/aa/bb` with room for `extra` more bytes.
+    fn leaf_dir_with_room(&self, id: DataId, extra: usize) -> PathBuf {
+        let (a, b) = id.leaf_dir();
+        let mut path =
+            PathBuf::with_capacity(self.root.as_os_str().len() + DATA_DIR.len() + 8 + extra);
+        path.push(&self.root);
+        path.push(DATA_DIR);
+        path.push(hex_str(&mut [0; 2], u128::from(a)));
+        path.push(hex_str(&mut [0; 2], u128::from(b)));
+        path
     }
 }
 
@@ -164,9 +177,42 @@ pub fn create_dir_all(dir: &Path, durable: bool) -> io::Result<()> {
     }
 }
 
+/// The low `out.len()` hex digits of `value`, lower-case and zero-padded, written into `out`.
+fn hex_str(out: &mut [u8], mut value: u128) -> &str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for digit in out.iter_mut().rev() {
+        *digit = DIGITS[(value & 0xf) as usize];
+        value >>= 4;
+    }
+    std::str::from_utf8(out).expect("hex digits are ASCII")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_paths_are_root_data_two_hex_levels_and_the_id() {
+        let layout = Layout::new(Path::new("/srv/brisk"));
+        let generator = IdGenerator::new(7);
+        for id in [
+            DataId(0),
+            DataId(u128::MAX),
+            generator.next(),
+            generator.next(),
+        ] {
+            let (a, b) = id.leaf_dir();
+            let expected = Path::new("/srv/brisk")
+                .join(DATA_DIR)
+                .join(format!("{a:02x}"))
+                .join(format!("{b:02x}"));
+            assert_eq!(layout.data_leaf_dir(id), expected);
+            assert_eq!(
+                layout.data_path(id),
+                expected.join(format!("{:032x}", id.0))
+            );
+        }
+    }
 
     #[test]
     fn ids_are_unique_and_parse_back() {
