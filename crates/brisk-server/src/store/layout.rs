@@ -110,42 +110,51 @@ impl Layout {
     }
 
     pub fn metadata_file(&self) -> PathBuf {
-        self.root.join(METADATA_FILE)
+        self.path(&[METADATA_FILE])
     }
 
     pub fn data_dir(&self) -> PathBuf {
-        self.root.join(DATA_DIR)
+        self.path(&[DATA_DIR])
     }
 
     pub fn tmp_dir(&self) -> PathBuf {
-        self.root.join(TMP_DIR)
+        self.path(&[TMP_DIR])
     }
 
     pub fn tmp_path(&self, id: DataId) -> PathBuf {
-        self.tmp_dir().join(id.file_name())
+        self.path(&[TMP_DIR, hex_str(&mut [0; 32], id.0)])
     }
 
     pub fn data_leaf_dir(&self, id: DataId) -> PathBuf {
-        self.leaf_dir_with_room(id, 0)
-    }
-
-    /// `root/data/aa/bb/<id>`, built in one allocation: every GET and PUT names a data file, and
-    /// joining each component (with its name formatted into a `String` first) made seven.
-    pub fn data_path(&self, id: DataId) -> PathBuf {
-        let mut path = self.leaf_dir_with_room(id, 33);
-        path.push(hex_str(&mut [0; 32], id.0));
-        path
-    }
-
-    /// `root/data/aa/bb` with room for `extra` more bytes.
-    fn leaf_dir_with_room(&self, id: DataId, extra: usize) -> PathBuf {
         let (a, b) = id.leaf_dir();
-        let mut path =
-            PathBuf::with_capacity(self.root.as_os_str().len() + DATA_DIR.len() + 8 + extra);
+        self.path(&[
+            DATA_DIR,
+            hex_str(&mut [0; 2], u128::from(a)),
+            hex_str(&mut [0; 2], u128::from(b)),
+        ])
+    }
+
+    pub fn data_path(&self, id: DataId) -> PathBuf {
+        let (a, b) = id.leaf_dir();
+        self.path(&[
+            DATA_DIR,
+            hex_str(&mut [0; 2], u128::from(a)),
+            hex_str(&mut [0; 2], u128::from(b)),
+            hex_str(&mut [0; 32], id.0),
+        ])
+    }
+
+    /// `root/<components>` in one allocation, sized up front. Every PUT names a temporary and a
+    /// data file and every GET a data file; `join` per component copied the path each time and each
+    /// name was formatted into a `String` first, a dozen allocations per path.
+    fn path(&self, components: &[&str]) -> PathBuf {
+        let len =
+            self.root.as_os_str().len() + components.iter().map(|c| c.len() + 1).sum::<usize>();
+        let mut path = PathBuf::with_capacity(len);
         path.push(&self.root);
-        path.push(DATA_DIR);
-        path.push(hex_str(&mut [0; 2], u128::from(a)));
-        path.push(hex_str(&mut [0; 2], u128::from(b)));
+        for component in components {
+            path.push(component);
+        }
         path
     }
 }
@@ -210,6 +219,10 @@ mod tests {
             assert_eq!(
                 layout.data_path(id),
                 expected.join(format!("{:032x}", id.0))
+            );
+            assert_eq!(
+                layout.tmp_path(id),
+                Path::new("/srv/brisk").join(TMP_DIR).join(id.file_name())
             );
         }
     }
