@@ -127,10 +127,9 @@ impl Exchange {
         self.response.write_to(&mut wire);
         wire.extend_from_slice(&self.xml);
         let stream = self.conn.get_mut();
-        let written = tokio::time::timeout(self.write_timeout, stream.write_all(&wire)).await;
+        let written = within(self.write_timeout, stream.write_all(&wire)).await;
         self.scratch = wire;
-        written.map_err(|_| write_stalled(self.write_timeout))??;
-        Ok(())
+        written
     }
 
     /// Sends an S3 error document (head only for HEAD requests, as S3 does).
@@ -187,9 +186,7 @@ impl Exchange {
     async fn send_head_before_body(&mut self) -> Result<(), S3Error> {
         while !self.conn.queued_output().is_empty() {
             let stream = self.conn.get_ref();
-            tokio::time::timeout(self.write_timeout, stream.writable())
-                .await
-                .map_err(|_| write_stalled(self.write_timeout))??;
+            within(self.write_timeout, stream.writable()).await?;
             let head = self.conn.queued_output();
             let sent = stream.try_io(Interest::WRITABLE, || {
                 rustix::net::send(stream, head, rustix::net::SendFlags::MORE)
@@ -213,9 +210,7 @@ impl Exchange {
                 .unwrap_or(usize::MAX)
                 .min(MAX_SENDFILE_CHUNK);
             let stream = self.conn.get_ref();
-            tokio::time::timeout(self.write_timeout, stream.writable())
-                .await
-                .map_err(|_| write_stalled(self.write_timeout))??;
+            within(self.write_timeout, stream.writable()).await?;
             let sent = stream.try_io(Interest::WRITABLE, || {
                 rustix::fs::sendfile(stream, file, Some(&mut position), count)
                     .map_err(io::Error::from)
@@ -255,12 +250,11 @@ impl Exchange {
             if n == 0 {
                 return Err(S3Error::internal("object file ended early"));
             }
-            tokio::time::timeout(
+            within(
                 self.write_timeout,
                 self.conn.get_mut().write_all(&self.scratch[..n]),
             )
-            .await
-            .map_err(|_| write_stalled(self.write_timeout))??;
+            .await?;
             left -= n as u64;
         }
         Ok(())
@@ -280,6 +274,17 @@ impl Exchange {
 mod libc_errno {
     pub const EINVAL: i32 = 22;
     pub const ENOSYS: i32 = 38;
+}
+
+/// Runs `write` within the write timeout: a client that takes nothing for that long is answered
+/// with the timeout's error instead of holding the connection.
+async fn within<T>(
+    timeout: Duration,
+    write: impl Future<Output = io::Result<T>>,
+) -> Result<T, S3Error> {
+    Ok(tokio::time::timeout(timeout, write)
+        .await
+        .map_err(|_| write_stalled(timeout))??)
 }
 
 fn write_stalled(timeout: Duration) -> S3Error {
