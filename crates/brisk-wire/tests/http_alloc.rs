@@ -1,48 +1,14 @@
 //! Allocations on the HTTP data path, counted by a counting global allocator: once a connection's
 //! buffers are warm, serving another request allocates nothing, whatever its body size.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use brisk_wire::framing::{BodyDecoder, decode_all};
 use brisk_wire::http::{
     ChunkedDecoder, ConnectionConfig, HttpConnection, Limits, RequestHead, ResponseHead,
 };
 
-/// Counts allocations per thread, so tests running in parallel do not see each other's.
-struct CountingAllocator;
+mod counting_alloc;
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY (of the trait contract): every call is forwarded to the system allocator unchanged.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: same layout, forwarded.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+use counting_alloc::allocations;
 
 const REQUEST: &[u8] = b"PUT /bucket/some/key?partNumber=3&uploadId=abc HTTP/1.1\r\n\
 Host: 127.0.0.1:9000\r\nx-amz-date: 20240101T000000Z\r\n\
