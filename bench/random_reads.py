@@ -76,7 +76,8 @@ _spec.loader.exec_module(compare)
 ROOT = compare.ROOT
 BUCKET = "random"
 KEY = "random-object"
-CLIENTS = ("brisk", "brisk-wide", "boto3", "awscrt", "obstore")
+BRISK_CLIENTS = ("brisk", "brisk-wide")  # the random_read example, in its two settings
+CLIENTS = (*BRISK_CLIENTS, "boto3", "awscrt", "obstore")
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 DEFAULT_POINTS = ((256 * KIB, 1), (256 * KIB, 16), (256 * KIB, 64), (4 * KIB, 64), (MIB, 64))
 QUICK_POINTS = ((256 * KIB, 16), (4 * KIB, 16))
@@ -304,7 +305,7 @@ def proc_threads_sockets(pid):
 
 
 def client_command(client, endpoint, block, depth, seconds):
-    if client in ("brisk", "brisk-wide"):
+    if client in BRISK_CLIENTS:
         wide = ["--connections", str(depth)] if client == "brisk-wide" else []
         return [compare.brisk_example("random_read"), "--endpoint-url", endpoint, "--bucket", BUCKET,
                 "--key", KEY, "--block-size", str(block), "--queue-depth", str(depth), "--duration",
@@ -354,7 +355,7 @@ def measure(server, client, block, depth, seconds):
     row["max_rss_kib"] = outside["max_rss_kib"]
     row.update(reads=out["reads"], errors=out["errors"], bytes=out["bytes"], seconds=out["duration_s"]
                if "duration_s" in out else out["seconds"], p50_ms=out["p50_ms"], p99_ms=out["p99_ms"])
-    if client in ("brisk", "brisk-wide"):
+    if client in BRISK_CLIENTS:
         row["window_cpu_s"] = out["cpu_s"]
         row["threads"], row["sockets"] = out["threads"], out["sockets"]
     else:
@@ -510,14 +511,14 @@ def table(meta, rows):
                 f"{med(runs, lambda r: r['server_cpu_s'] / gib(r)):.2f} | "
                 f"{med(runs, lambda r: r['server_cpu_s'] * 1e6 / r['reads']):.0f} |")
     out.append("")
-    others = {c: v for c, v in headline.items() if not c.startswith("brisk")}
+    others = {c: v for c, v in headline.items() if c not in BRISK_CLIENTS}
     if others:
         best = max(others, key=lambda c: others[c][0])
         o_iops, o_cpu = others[best]
         out += [f"Goal at 256 KiB, queue depth 64 (at least 2x the IOPS of the best other client, at most a "
                 f"third of its client CPU per GiB): best other client {best}, {o_iops:.0f} IOPS at "
                 f"{o_cpu:.3f} CPU s/GiB."]
-        for name in ("brisk", "brisk-wide"):
+        for name in BRISK_CLIENTS:
             if name in headline:
                 b_iops, b_cpu = headline[name]
                 reached = b_iops >= 2 * o_iops and b_cpu <= o_cpu / 3
