@@ -158,6 +158,12 @@ async fn pools_and_exact_buffers_share_a_cap_without_deadlock() {
             .expect("a task never finished")
             .unwrap();
     }
+    // Whether the contended phase itself reused a cached block depends on timing: to make room
+    // for another class the pool frees cached blocks, and on a loaded machine every reuse can lose
+    // that race (it happened once in a few runs). The cache must still serve a block afterwards.
+    for _ in 0..2 {
+        drop(pool.get(64 * KIB).await.unwrap());
+    }
     let metrics = pool.metrics();
     assert!(metrics.peak_reserved_bytes <= CAP, "{metrics:?}");
     assert!(tally.max.load(Ordering::SeqCst) <= CAP);
