@@ -113,12 +113,22 @@ impl Default for BatchOptions {
     }
 }
 
+/// Memory the caller owns and lends to one read, such as a region of a Python `bytearray` or numpy
+/// array: the read writes into it in place and gives it back in the completion. Anything that can
+/// be seen as a mutable byte slice and sent to another thread qualifies.
+pub trait LentBuffer: AsRef<[u8]> + AsMut<[u8]> + Send + std::fmt::Debug {}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]> + Send + std::fmt::Debug> LentBuffer for T {}
+
 /// Where a range is read to.
 #[derive(Debug)]
 pub enum Destination {
     /// The caller's buffer, at least as long as the range: the range lands in its first `length`
     /// bytes, and the buffer comes back in the completion.
     Buffer(Vec<u8>),
+    /// Memory the caller lends, at least as long as the range (see [`LentBuffer`]): the range lands
+    /// in its first `length` bytes, straight from the socket.
+    Lent(Box<dyn LentBuffer>),
     /// A pooled block the caller holds, at least as long as the range.
     Block(PooledBlock),
     /// A block of the client's buffer pool, taken when the request is sent (at most 8 MiB).
@@ -130,6 +140,8 @@ pub enum Destination {
 pub enum Filled {
     /// The caller's buffer.
     Buffer(Vec<u8>),
+    /// The memory the caller lent.
+    Lent(Box<dyn LentBuffer>),
     /// A pooled block (back to the pool when dropped).
     Block(PooledBlock),
 }
@@ -139,6 +151,7 @@ impl Filled {
     pub fn as_slice(&self) -> &[u8] {
         match self {
             Self::Buffer(b) => b,
+            Self::Lent(b) => (**b).as_ref(),
             Self::Block(b) => b,
         }
     }
@@ -146,6 +159,7 @@ impl Filled {
     pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         match self {
             Self::Buffer(b) => b,
+            Self::Lent(b) => (**b).as_mut(),
             Self::Block(b) => b,
         }
     }
@@ -337,6 +351,7 @@ impl BatchReader {
         } = request;
         let capacity = match &destination {
             Destination::Buffer(b) => b.len(),
+            Destination::Lent(b) => (**b).as_ref().len(),
             Destination::Block(b) => b.capacity(),
             Destination::Pooled => MAX_BLOCK_SIZE,
         };
@@ -355,6 +370,7 @@ impl BatchReader {
                 result: Err(error),
                 buffer: match destination {
                     Destination::Buffer(b) => Some(Filled::Buffer(b)),
+                    Destination::Lent(b) => Some(Filled::Lent(b)),
                     Destination::Block(b) => Some(Filled::Block(b)),
                     Destination::Pooled => None,
                 },
@@ -368,6 +384,7 @@ impl BatchReader {
             length,
             buffer: match destination {
                 Destination::Buffer(b) => Some(Filled::Buffer(b)),
+                Destination::Lent(b) => Some(Filled::Lent(b)),
                 Destination::Block(b) => Some(Filled::Block(b)),
                 Destination::Pooled => None,
             },

@@ -51,7 +51,8 @@ pub mod transfer;
 pub mod upload_stream;
 
 pub use batch::{
-    BatchOptions, BatchReader, BatchStats, Completion, Destination, Filled, Pipelining, ReadRequest,
+    BatchOptions, BatchReader, BatchStats, Completion, Destination, Filled, LentBuffer, Pipelining,
+    ReadRequest,
 };
 pub use buckets::BucketInfo;
 pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};

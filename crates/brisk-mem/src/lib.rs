@@ -43,10 +43,12 @@ mod budget;
 mod exact;
 mod metrics;
 mod pool;
+mod size;
 
 pub use budget::{Acquire, BudgetError, MemoryBudget, Reservation};
 pub use exact::{ExactBuf, MAPPED_MIN_LEN};
 pub use metrics::MemoryMetrics;
+pub use size::parse_size;
 pub use pool::{
     BufferPool, DEFAULT_GLOBAL_BUDGET_BYTES, DEFAULT_RETENTION_BYTES, GlobalPoolError,
     MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, PooledBlock, SIZE_CLASSES,

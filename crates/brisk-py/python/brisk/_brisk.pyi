@@ -1,0 +1,258 @@
+"""Types of brisk's native module (`brisk._brisk`); import them from `brisk`."""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+from typing_extensions import Buffer as _BufferProtocol
+
+_Path = str | os.PathLike[str]
+_Progress = Callable[[int, int], object]
+
+__version__: str
+
+class Buffer:
+    """Bytes of an object held in one exact-size Rust allocation, lent to Python without a copy.
+
+    Supports the buffer protocol (read-only): `memoryview(buf)`, `numpy.frombuffer(buf)`,
+    `bytes(buf)` (a copy), `len(buf)`, slicing through a memoryview. Its memory counts against the
+    client's memory budget until the object is released (garbage-collected, or `release()`).
+    """
+
+    def __len__(self) -> int: ...
+    def __bytes__(self) -> bytes: ...
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __release_buffer__(self, view: memoryview, /) -> None: ...
+    def __eq__(self, other: object) -> bool: ...
+    def release(self) -> None:
+        """Give the memory back to the budget now. Raises `BufferError` while a memoryview (or a
+        numpy array) still exports it; a released Buffer has length 0."""
+    @property
+    def released(self) -> bool: ...
+
+class ObjectMeta:
+    """What HEAD says about an object."""
+
+    size: int
+    etag: str | None
+    last_modified: datetime.datetime | None
+    content_type: str | None
+    checksum_crc32c: str | None
+    metadata: dict[str, str]
+
+class ObjectEntry:
+    """One entry of a listing: an object, or (with a delimiter) a common prefix (`is_prefix`,
+    size 0, no etag)."""
+
+    key: str
+    size: int
+    etag: str | None
+    last_modified: datetime.datetime | None
+    storage_class: str | None
+    is_prefix: bool
+
+class ListIterator(Iterator[ObjectEntry]):
+    """Iterates a listing page by page (1,000 keys per request); one page is held at a time."""
+
+    def __iter__(self) -> ListIterator: ...
+    def __next__(self) -> ObjectEntry: ...
+    @property
+    def pages_fetched(self) -> int: ...
+
+class PutResult:
+    etag: str | None
+    checksum: str
+    checksum_algorithm: str
+
+class UploadResult:
+    etag: str | None
+    size: int
+    parts: int
+
+class Client:
+    """An S3 client with a memory budget.
+
+    Configuration follows the AWS chain: explicit arguments, then the environment
+    (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
+    `AWS_ENDPOINT_URL[_S3]`, `AWS_PROFILE`, `AWS_CA_BUNDLE`), then `~/.aws/config` and
+    `~/.aws/credentials`.
+
+    `max_memory` (bytes, or a string such as "256MiB") is a hard cap on the buffers the client
+    allocates: `get` buffers held by Python, `get_ranges` buffers, transfer parts. A call that needs
+    more than is free waits until Buffers are released (at most `memory_timeout` seconds when
+    given, then `MemoryBudgetExceeded`); a call that needs more than the whole cap fails at once.
+
+    Every call releases the GIL while it does I/O; one client may be shared by many threads. After
+    `fork()` the child rebuilds the client's runtime and connections on first use.
+    """
+
+    def __init__(
+        self,
+        endpoint_url: str | None = None,
+        *,
+        region: str | None = None,
+        profile: str | None = None,
+        access_key_id: str | None = None,
+        secret_access_key: str | None = None,
+        session_token: str | None = None,
+        anonymous: bool = False,
+        max_memory: int | str | None = None,
+        memory_timeout: float | None = None,
+        max_connections: int | None = None,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        ca_bundle: _Path | None = None,
+        addressing_style: str | None = None,
+        part_size: int | str | None = None,
+        parts_in_flight: int | None = None,
+    ) -> None: ...
+    @property
+    def endpoint_url(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    def memory(self) -> dict[str, int]:
+        """The budget: `capacity`, `reserved`, `available` bytes, and `waiting` calls."""
+    def metrics(self) -> dict[str, int]:
+        """Counters since the client was built: `requests`, `connections_opened`,
+        `connections_reused`, `retries`, `resumed_reads`, ..."""
+
+    # --- reads ---
+    def get(self, bucket: str, key: str) -> Buffer:
+        """The whole object in one buffer of exactly its size (no copy into `bytes`)."""
+    def get_into(
+        self,
+        bucket: str,
+        key: str,
+        buffer: _BufferProtocol,
+        *,
+        offset: int = 0,
+        length: int | None = None,
+    ) -> int:
+        """Read into a writable C-contiguous buffer the caller owns; returns the bytes read.
+
+        With `offset=0` and no `length`: the whole object (it must fit: `ValueError` before any
+        request if the buffer is read-only or smaller than the object). With an `offset` or a
+        `length`: the bytes `[offset, offset + min(length, len(buffer)))`, fewer at the end of the
+        object; an offset at or past the end is `InvalidRange`."""
+    def get_range(self, bucket: str, key: str, offset: int, length: int) -> Buffer:
+        """`length` bytes from `offset` (fewer at the end) in one exact buffer."""
+    def get_ranges(
+        self,
+        bucket: str,
+        key: str | Sequence[str],
+        offsets: Sequence[int],
+        lengths: Sequence[int] | int,
+        *,
+        into: _BufferProtocol | None = None,
+        queue_depth: int = 64,
+        connections: int | None = None,
+    ) -> list[Buffer] | int:
+        """Many ranges at once, `queue_depth` in flight over pipelined keep-alive connections.
+
+        Without `into`: one Buffer per range, in the order given. With `into` (a writable buffer of
+        at least `sum(lengths)` bytes): the ranges are written one after another in the order given,
+        straight from the socket, and the total written is returned. `key` may be one key for all
+        ranges or one per range. Ranges that fail raise `RangeErrors` after the whole batch has run:
+        its `errors` maps each failing index to its exception, and its `results` holds what did
+        arrive (Buffers, or byte counts with `into`; None where the range failed)."""
+    def head(self, bucket: str, key: str) -> ObjectMeta: ...
+    def download(
+        self, bucket: str, key: str, path: _Path, *, progress: _Progress | None = None
+    ) -> int:
+        """Download to a file with parallel ranged GETs into pooled blocks (bounded memory); the
+        file appears complete or not at all. `progress(bytes_done, total)` is called from the calling
+        thread at most every 0.1 s and once at the end; the transfer does not wait for it. Returns the
+        size."""
+    def upload(
+        self,
+        path: _Path,
+        bucket: str,
+        key: str,
+        *,
+        progress: _Progress | None = None,
+        content_type: str | None = None,
+    ) -> UploadResult:
+        """Upload a file (one PUT, or multipart from pooled blocks with bounded memory)."""
+
+    # --- writes and the rest ---
+    def put(
+        self,
+        bucket: str,
+        key: str,
+        data: _BufferProtocol,
+        *,
+        content_type: str | None = None,
+        if_none_match: str | None = None,
+    ) -> PutResult:
+        """Store `data` (any C-contiguous buffer: bytes, bytearray, memoryview, numpy array,
+        Buffer) in one PUT, written from where it is (no copy)."""
+    def delete(self, bucket: str, key: str) -> None: ...
+    def delete_many(self, bucket: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+        """Delete keys in batches of 1,000; returns `(key, error code)` for keys not deleted."""
+    def copy(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str
+    ) -> str | None:
+        """Server-side copy (multipart copy above 5 GiB); returns the new ETag."""
+    def list(
+        self,
+        bucket: str,
+        prefix: str | None = None,
+        *,
+        delimiter: str | None = None,
+        start_after: str | None = None,
+        page_size: int | None = None,
+    ) -> ListIterator: ...
+    def presign(
+        self, bucket: str, key: str, *, method: str = "GET", expires_in: float = 3600
+    ) -> str: ...
+    def create_bucket(self, bucket: str) -> None: ...
+    def delete_bucket(self, bucket: str) -> None: ...
+    def list_buckets(self) -> list[str]: ...
+
+    # --- asyncio: the same calls as coroutines (they run on brisk's runtime, not the loop) ---
+    def get_async(self, bucket: str, key: str) -> Awaitable[Buffer]: ...
+    def get_into_async(
+        self,
+        bucket: str,
+        key: str,
+        buffer: _BufferProtocol,
+        *,
+        offset: int = 0,
+        length: int | None = None,
+    ) -> Awaitable[int]: ...
+    def get_range_async(self, bucket: str, key: str, offset: int, length: int) -> Awaitable[Buffer]: ...
+    def get_ranges_async(
+        self,
+        bucket: str,
+        key: str | Sequence[str],
+        offsets: Sequence[int],
+        lengths: Sequence[int] | int,
+        *,
+        into: _BufferProtocol | None = None,
+        queue_depth: int = 64,
+        connections: int | None = None,
+    ) -> Awaitable[list[Buffer] | int]: ...
+    def head_async(self, bucket: str, key: str) -> Awaitable[ObjectMeta]: ...
+    def put_async(
+        self, bucket: str, key: str, data: _BufferProtocol, *, content_type: str | None = None
+    ) -> Awaitable[PutResult]: ...
+    def delete_async(self, bucket: str, key: str) -> Awaitable[None]: ...
+    def copy_async(
+        self, src_bucket: str, src_key: str, dst_bucket: str, dst_key: str
+    ) -> Awaitable[str | None]: ...
+    def list_async(
+        self,
+        bucket: str,
+        prefix: str | None = None,
+        *,
+        delimiter: str | None = None,
+        start_after: str | None = None,
+    ) -> Awaitable[list[ObjectEntry]]: ...
+    def download_async(self, bucket: str, key: str, path: _Path) -> Awaitable[int]: ...
+    def upload_async(self, path: _Path, bucket: str, key: str) -> Awaitable[UploadResult]: ...
+
+def parse_size(text: int | str) -> int:
+    """Bytes from an int or a size such as "64MiB", "1.5GiB", "100kB"."""

@@ -1,0 +1,331 @@
+//! Memory shared with Python without copies, both ways.
+//!
+//! - [`Buffer`]: bytes brisk read (an [`ExactBuf`] of exactly the object's size, or a pooled block
+//!   holding a range) exposed through the buffer protocol, read-only. `memoryview(buf)`,
+//!   `numpy.frombuffer(buf)` and `bytes(buf)` see the Rust allocation itself. The allocation's
+//!   reservation stays on the client's memory budget until the `Buffer` is released: when Python
+//!   frees it (the last reference and the last memoryview gone; a memoryview keeps its exporter
+//!   alive) or when `release()` is called with no view outstanding.
+//! - [`WritableBuffer`] / [`ReadableBuffer`]: a caller's object (bytearray, numpy array, mmap,
+//!   memoryview) held through the buffer protocol while brisk reads into it or sends from it.
+//!
+//! This is the crate's one use of `unsafe`: the buffer protocol is a C interface of raw pointers.
+//! Each block says why it is sound.
+#![allow(unsafe_code)]
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use brisk_mem::{ExactBuf, PooledBlock};
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// What a [`Buffer`] holds.
+#[derive(Debug)]
+enum Held {
+    /// A whole object or range: the first `len` bytes of a buffer sized for it (`len` is less only
+    /// when a range ran past the end of the object).
+    Exact { buf: ExactBuf, len: usize },
+    /// A range in a pooled block (`len` bytes of it are the range); back to the pool when freed.
+    Block { block: PooledBlock, len: usize },
+    /// Given back with `release()`.
+    Released,
+}
+
+impl Held {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Held::Exact { buf, len } => &buf[..*len],
+            Held::Block { block, len } => &block[..*len],
+            Held::Released => &[],
+        }
+    }
+}
+
+/// Bytes of an object held in one Rust allocation and lent to Python through the buffer protocol
+/// (read-only, no copy). Counts against the client's memory budget until released.
+#[pyclass(module = "brisk", frozen)]
+#[derive(Debug)]
+pub struct Buffer {
+    held: Mutex<Held>,
+    /// Views exported through the buffer protocol and not yet released.
+    exports: AtomicUsize,
+}
+
+impl Buffer {
+    pub fn exact(buf: ExactBuf) -> Self {
+        let len = buf.len();
+        Self::new(Held::Exact { buf, len })
+    }
+
+    /// The first `len` bytes of `buf`.
+    pub fn exact_prefix(buf: ExactBuf, len: usize) -> Self {
+        let len = len.min(buf.len());
+        Self::new(Held::Exact { buf, len })
+    }
+
+    pub fn block(block: PooledBlock, len: usize) -> Self {
+        Self::new(Held::Block { block, len })
+    }
+
+    fn new(held: Held) -> Self {
+        Self {
+            held: Mutex::new(held),
+            exports: AtomicUsize::new(0),
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[pymethods]
+impl Buffer {
+    fn __len__(&self) -> usize {
+        self.held().as_slice().len()
+    }
+
+    /// A copy of the bytes as `bytes`.
+    fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.held().as_slice())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match ReadableBuffer::get(other) {
+            Ok(theirs) => theirs.as_slice() == self.held().as_slice(),
+            Err(_) => false,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let held = self.held();
+        match &*held {
+            Held::Released => "<brisk.Buffer released>".to_owned(),
+            h => format!("<brisk.Buffer {} bytes>", h.as_slice().len()),
+        }
+    }
+
+    /// Whether `release()` gave the memory back.
+    #[getter]
+    fn released(&self) -> bool {
+        matches!(*self.held(), Held::Released)
+    }
+
+    /// Gives the memory back to the budget now. Raises `BufferError` while a memoryview (or a
+    /// numpy array) still exports it.
+    fn release(&self) -> PyResult<()> {
+        let mut held = self.held();
+        let exports = self.exports.load(Ordering::Acquire);
+        if exports > 0 {
+            return Err(PyBufferError::new_err(format!(
+                "the Buffer is still exported to {exports} view(s) (memoryview, numpy array); release them first"
+            )));
+        }
+        *held = Held::Released;
+        Ok(())
+    }
+
+    /// # Safety
+    /// Called by Python with a valid `view` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        use pyo3::ffi;
+        if view.is_null() {
+            return Err(PyBufferError::new_err("view is null"));
+        }
+        if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err(
+                "a brisk.Buffer is read-only; read into your own writable buffer with get_into",
+            ));
+        }
+        let this = slf.get();
+        let (ptr, len) = {
+            let held = this.held();
+            let data = held.as_slice();
+            (data.as_ptr(), data.len())
+        };
+        this.exports.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: `view` is a valid Py_buffer for Python to fill (checked non-null). The pointer
+        // and length describe memory owned by this Buffer, which stays alive while the view exists
+        // (the view holds a strong reference in `obj`) and is not freed or moved while exported:
+        // `release()` refuses while `exports > 0`, and ExactBuf/PooledBlock memory never moves.
+        // `shape` and `strides` point into the view itself, the usual idiom for one dimension.
+        unsafe {
+            (*view).obj = slf.into_any().into_ptr();
+            (*view).buf = ptr as *mut std::ffi::c_void;
+            (*view).len = len as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
+                c"B".as_ptr().cast_mut()
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
+                &raw mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+                &raw mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// Called by Python once per view `__getbuffer__` filled.
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {
+        self.exports.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A caller's object held through the buffer protocol for brisk to write into: writable and
+/// C-contiguous, checked when it is taken.
+#[derive(Debug, Clone)]
+pub struct WritableBuffer {
+    buffer: Arc<PyUntypedBuffer>,
+}
+
+impl WritableBuffer {
+    /// Takes `obj`'s buffer, or a `ValueError` saying why it can not be written into.
+    pub fn get(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
+        let buffer = PyUntypedBuffer::get(obj).map_err(|e| {
+            PyValueError::new_err(format!(
+                "{what} must support the buffer protocol (bytearray, numpy array, memoryview, mmap): {e}"
+            ))
+        })?;
+        if buffer.readonly() {
+            return Err(PyValueError::new_err(format!(
+                "{what} is read-only ({}); pass a writable buffer such as a bytearray or a numpy array",
+                obj.get_type().name()?
+            )));
+        }
+        if !buffer.is_c_contiguous() {
+            return Err(PyValueError::new_err(format!(
+                "{what} is not C-contiguous; pass a contiguous buffer (numpy.ascontiguousarray)"
+            )));
+        }
+        Ok(Self {
+            buffer: Arc::new(buffer),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.buffer.len_bytes()
+    }
+
+    /// The whole buffer as a mutable slice.
+    ///
+    /// The caller must not hold two of these at once, or use one while a [`LentSlice`] of the same
+    /// buffer is being written.
+    #[allow(clippy::mut_from_ref)]
+    pub fn as_mut_slice(&self) -> &mut [u8] {
+        if self.len() == 0 {
+            return &mut [];
+        }
+        // SAFETY: the buffer is writable and C-contiguous (checked in `get`), so `buf_ptr` points
+        // to `len_bytes` bytes that stay valid while `self.buffer` holds the export. Python code
+        // may touch the same memory concurrently from another thread, as it may with any
+        // `readinto`; brisk's own code takes one mutable view at a time (the contract above).
+        unsafe { std::slice::from_raw_parts_mut(self.buffer.buf_ptr().cast::<u8>(), self.len()) }
+    }
+
+    /// `len` bytes from `start`, lent to a read that may run on another thread.
+    pub fn lend(&self, start: usize, len: usize) -> LentSlice {
+        assert!(start + len <= self.len(), "lent range outside the buffer");
+        LentSlice {
+            // SAFETY: within the buffer (asserted above).
+            ptr: unsafe { self.buffer.buf_ptr().cast::<u8>().add(start) },
+            len,
+            _owner: Arc::clone(&self.buffer),
+        }
+    }
+}
+
+/// A region of a caller's writable buffer lent to one range read of a batch. It keeps the export
+/// (and so the memory) alive for as long as the read holds it, whatever happens to the call.
+pub struct LentSlice {
+    ptr: *mut u8,
+    len: usize,
+    _owner: Arc<PyUntypedBuffer>,
+}
+
+// SAFETY: the memory is owned by the Python object whose export `_owner` holds, valid from any
+// thread; the regions lent to one batch do not overlap, so no two threads write the same bytes.
+unsafe impl Send for LentSlice {}
+
+impl std::fmt::Debug for LentSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LentSlice({} bytes)", self.len)
+    }
+}
+
+impl AsRef<[u8]> for LentSlice {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: see `WritableBuffer::lend` and the `Send` impl.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl AsMut<[u8]> for LentSlice {
+    fn as_mut(&mut self) -> &mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: see `WritableBuffer::lend` and the `Send` impl.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// A caller's object held through the buffer protocol for brisk to send from (any C-contiguous
+/// buffer, read-only or not).
+#[derive(Debug)]
+pub struct ReadableBuffer {
+    buffer: PyUntypedBuffer,
+}
+
+impl ReadableBuffer {
+    pub fn get(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let buffer = PyUntypedBuffer::get(obj).map_err(|e| {
+            PyValueError::new_err(format!(
+                "data must support the buffer protocol (bytes, bytearray, memoryview, numpy array, brisk.Buffer): {e}"
+            ))
+        })?;
+        if !buffer.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "data is not C-contiguous; pass a contiguous buffer (numpy.ascontiguousarray)",
+            ));
+        }
+        Ok(Self { buffer })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        if self.buffer.len_bytes() == 0 {
+            return &[];
+        }
+        // SAFETY: C-contiguous (checked in `get`): `len_bytes` bytes at `buf_ptr`, valid while the
+        // export is held by `self`.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.buffer.buf_ptr().cast::<u8>().cast_const(),
+                self.buffer.len_bytes(),
+            )
+        }
+    }
+}

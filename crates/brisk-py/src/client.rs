@@ -1,0 +1,1090 @@
+//! `brisk.Client`: the Rust client's calls from Python.
+//!
+//! Every call releases the GIL while it waits for I/O (see `runtime.rs`), so threads sharing one
+//! client run their requests in parallel. Reads land in memory brisk allocated exactly
+//! ([`Buffer`]) or in the caller's own buffer ([`WritableBuffer`]), never in an intermediate
+//! `bytes`.
+//!
+//! # After `fork()`
+//!
+//! A child inherits the parent's pooled connections (sockets the parent still uses) and memory
+//! budget (reservations made by threads that do not exist in the child). On its first call in a new
+//! process a client therefore builds a fresh Rust client from the same configuration, with an empty
+//! connection pool and a budget of the same capacity; the parent's client is leaked, never dropped,
+//! because dropping its connections would deregister them from the epoll instance the parent still
+//! shares.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use brisk_client::{
+    BatchOptions, ClientConfig, CopyOptions, Destination, Filled, ListOptions, PutOptions,
+    ReadRequest, TransferOptions, TransferProgress,
+};
+use brisk_mem::{BufferPool, ExactBuf, MAX_BLOCK_SIZE, MemoryBudget};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::aio;
+use crate::buffer::{Buffer, ReadableBuffer, WritableBuffer};
+use crate::errors::{self, IntoPyResult};
+use crate::runtime::{spawn_wait, wait};
+use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
+
+/// How often a progress callback is called at most: every 100 ms (the runtime's tick), and once
+/// more at the end.
+pub const PROGRESS_INTERVAL: Duration = crate::runtime::TICK;
+
+/// An S3 client with a memory budget.
+#[pyclass(module = "brisk", frozen)]
+#[derive(Debug)]
+pub struct Client {
+    /// The configuration the Rust client is built from (again, after a fork).
+    config: ClientConfig,
+    transfer: TransferOptions,
+    live: Mutex<Live>,
+}
+
+#[derive(Debug)]
+struct Live {
+    pid: u32,
+    client: brisk_client::Client,
+}
+
+/// A size given as an int or a string such as "256MiB".
+fn size_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+    if let Ok(n) = value.extract::<usize>() {
+        return Ok(n);
+    }
+    if let Ok(text) = value.extract::<String>() {
+        return brisk_mem::parse_size(&text)
+            .map_err(|e| PyValueError::new_err(format!("{what}: {e}")));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what} must be a number of bytes or a string such as \"256MiB\""
+    )))
+}
+
+fn seconds(value: f64, what: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| PyValueError::new_err(format!("{what} must be a positive number of seconds")))
+}
+
+impl Client {
+    /// The Rust client of this process (rebuilt after a fork, see the module docs).
+    fn inner(&self) -> brisk_client::Client {
+        let pid = std::process::id();
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if live.pid != pid {
+            let mut config = self.config.clone();
+            config.memory_budget = MemoryBudget::new(live.client.memory_budget().capacity());
+            let fresh = brisk_client::Client::new(config)
+                .expect("a configuration that built a client in the parent builds one in the child");
+            std::mem::forget(std::mem::replace(&mut live.client, fresh));
+            live.pid = pid;
+        }
+        live.client.clone()
+    }
+
+    fn transfer_options(&self, progress: Option<TransferProgress>) -> TransferOptions {
+        TransferOptions {
+            progress,
+            ..self.transfer.clone()
+        }
+    }
+}
+
+/// One range of a `get_ranges` call.
+struct RangeSpec {
+    key: Arc<str>,
+    offset: u64,
+    length: usize,
+}
+
+fn range_specs(
+    key: &Bound<'_, PyAny>,
+    offsets: Vec<u64>,
+    lengths: &Bound<'_, PyAny>,
+) -> PyResult<Vec<RangeSpec>> {
+    let n = offsets.len();
+    let keys: Vec<Arc<str>> = if let Ok(one) = key.extract::<String>() {
+        vec![Arc::from(one); n]
+    } else {
+        let many: Vec<String> = key.extract().map_err(|_| {
+            PyTypeError::new_err("key must be a str or a sequence of str (one per range)")
+        })?;
+        if many.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "{} keys for {n} offsets: give one key, or one per range",
+                many.len()
+            )));
+        }
+        many.into_iter().map(Arc::from).collect()
+    };
+    let lengths: Vec<usize> = if let Ok(one) = lengths.extract::<usize>() {
+        vec![one; n]
+    } else {
+        let many: Vec<usize> = lengths.extract().map_err(|_| {
+            PyTypeError::new_err("lengths must be an int or a sequence of int (one per range)")
+        })?;
+        if many.len() != n {
+            return Err(PyValueError::new_err(format!(
+                "{} lengths for {n} offsets",
+                many.len()
+            )));
+        }
+        many
+    };
+    Ok(keys
+        .into_iter()
+        .zip(offsets)
+        .zip(lengths)
+        .map(|((key, offset), length)| RangeSpec {
+            key,
+            offset,
+            length,
+        })
+        .collect())
+}
+
+/// What a batch produced: per range, its completion's bytes or error, in the order given.
+type RangeOutcomes = Vec<Option<Result<(usize, Option<Filled>), brisk_client::Error>>>;
+
+/// Runs `requests` as one batch and returns their outcomes by index.
+async fn run_batch(
+    client: brisk_client::Client,
+    bucket: String,
+    requests: Vec<ReadRequest>,
+    options: BatchOptions,
+) -> Result<RangeOutcomes, brisk_client::Error> {
+    let mut outcomes: RangeOutcomes = (0..requests.len()).map(|_| None).collect();
+    let mut reader = client.batch_reader(&bucket, options)?;
+    reader.submit_all(requests);
+    while let Some(done) = reader.next().await {
+        let index = done.id as usize;
+        outcomes[index] = Some(done.result.map(|n| (n, done.buffer)));
+    }
+    Ok(outcomes)
+}
+
+/// How many bytes the Buffers of a batch without `into` hold at once: one pooled block per range.
+fn pooled_bytes(specs: &[RangeSpec]) -> PyResult<usize> {
+    let mut total = 0usize;
+    for s in specs {
+        if s.length > MAX_BLOCK_SIZE {
+            return Err(PyValueError::new_err(format!(
+                "a range of {} bytes is larger than a pooled block ({MAX_BLOCK_SIZE} bytes): read it with get_range, or pass into=",
+                s.length
+            )));
+        }
+        total += BufferPool::block_size_for(s.length);
+    }
+    Ok(total)
+}
+
+/// Turns a batch's outcomes into Python results, raising `RangeErrors` if any range failed.
+fn finish_batch(
+    py: Python<'_>,
+    outcomes: RangeOutcomes,
+    with_into: bool,
+    lengths: &[usize],
+) -> PyResult<Py<PyAny>> {
+    let results = PyList::empty(py);
+    let failed = PyDict::new(py);
+    let mut total = 0usize;
+    for (index, outcome) in outcomes.into_iter().enumerate() {
+        match outcome {
+            Some(Ok((n, filled))) => {
+                total += n;
+                if with_into {
+                    results.append(n)?;
+                } else {
+                    match filled {
+                        Some(Filled::Block(block)) => {
+                            results.append(Py::new(py, Buffer::block(block, n))?)?
+                        }
+                        _ => results.append(Py::new(
+                            py,
+                            Buffer::exact(ExactBuf::try_new(&MemoryBudget::new(0), 0).map_err(
+                                |e| errors::to_py(py, brisk_client::Error::Memory(e)),
+                            )?),
+                        )?)?,
+                    }
+                }
+                if with_into && n < lengths[index] {
+                    // A short range in `into` would leave the next range's bytes where this one's
+                    // should end: say so rather than return a buffer with a hole.
+                    failed.set_item(
+                        index,
+                        errors::plain(
+                            py,
+                            "InvalidRange",
+                            format!(
+                                "range {index} ran past the end of the object: {n} of {} bytes; the bytes after them in `into` were not written",
+                                lengths[index]
+                            ),
+                        )
+                        .into_value(py),
+                    )?;
+                }
+            }
+            Some(Err(e)) => {
+                results.append(py.None())?;
+                failed.set_item(index, errors::to_py(py, e).into_value(py))?;
+            }
+            None => {
+                results.append(py.None())?;
+                failed.set_item(
+                    index,
+                    errors::plain(py, "Error", format!("range {index} did not complete"))
+                        .into_value(py),
+                )?;
+            }
+        }
+    }
+    if failed.is_empty() {
+        return Ok(if with_into {
+            total.into_pyobject(py)?.into_any().unbind()
+        } else {
+            results.into_any().unbind()
+        });
+    }
+    let indices: Vec<usize> = failed.keys().extract()?;
+    let shown: Vec<String> = indices.iter().take(10).map(|i| i.to_string()).collect();
+    let more = if indices.len() > 10 {
+        format!(" and {} more", indices.len() - 10)
+    } else {
+        String::new()
+    };
+    let first = failed.values().get_item(0)?.str()?.to_string();
+    let attributes = PyDict::new(py);
+    attributes.set_item("errors", failed)?;
+    attributes.set_item("results", results)?;
+    Err(errors::new_error(
+        py,
+        "RangeErrors",
+        format!(
+            "{} of {} ranges failed (indices {}{more}); the first: {first}",
+            indices.len(),
+            lengths.len(),
+            shown.join(", ")
+        ),
+        &attributes,
+    ))
+}
+
+/// Builds the requests of a batch: into lent regions of `into`, one after another, or into pooled
+/// blocks.
+fn batch_requests(
+    specs: &[RangeSpec],
+    into: Option<&WritableBuffer>,
+) -> PyResult<Vec<ReadRequest>> {
+    let mut start = 0usize;
+    if let Some(into) = into {
+        let needed: usize = specs.iter().map(|s| s.length).sum();
+        if into.len() < needed {
+            return Err(PyValueError::new_err(format!(
+                "`into` holds {} bytes; the ranges need {needed}",
+                into.len()
+            )));
+        }
+    }
+    Ok(specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let destination = match into {
+                Some(into) => {
+                    let lent = into.lend(start, s.length);
+                    start += s.length;
+                    Destination::Lent(Box::new(lent))
+                }
+                None => Destination::Pooled,
+            };
+            ReadRequest::new(i as u64, Arc::clone(&s.key), s.offset, s.length, destination)
+        })
+        .collect())
+}
+
+fn batch_options(queue_depth: usize, connections: Option<usize>) -> PyResult<BatchOptions> {
+    if queue_depth == 0 || connections == Some(0) {
+        return Err(PyValueError::new_err(
+            "queue_depth and connections must be at least 1",
+        ));
+    }
+    let mut options = BatchOptions {
+        queue_depth,
+        ..BatchOptions::default()
+    };
+    if let Some(c) = connections {
+        options.connections = c;
+    }
+    Ok(options)
+}
+
+fn put_options(
+    content_type: Option<String>,
+    if_none_match: Option<&str>,
+) -> PyResult<PutOptions> {
+    let if_none_match_any = match if_none_match {
+        None => false,
+        Some("*") => true,
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "if_none_match supports only \"*\" (write only if the key is free), not {other:?}"
+            )));
+        }
+    };
+    Ok(PutOptions {
+        content_type,
+        if_none_match_any,
+        ..PutOptions::default()
+    })
+}
+
+fn put_result(r: brisk_client::PutResult) -> PutResult {
+    PutResult {
+        etag: r.etag,
+        checksum: r.checksum,
+        checksum_algorithm: r.checksum_algorithm.algorithm().s3_name().to_owned(),
+    }
+}
+
+/// Calls `progress(done, total)` when `done` moved since the last call.
+struct ProgressReporter {
+    callback: Py<PyAny>,
+    counter: TransferProgress,
+    total: u64,
+    last: Option<u64>,
+}
+
+impl ProgressReporter {
+    fn report(&mut self, py: Python<'_>) -> PyResult<()> {
+        let done = self.counter.bytes().min(self.total);
+        if self.last != Some(done) {
+            self.last = Some(done);
+            self.callback.bind(py).call1((done, self.total))?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, py: Python<'_>) -> PyResult<()> {
+        if self.last != Some(self.total) {
+            self.last = Some(self.total);
+            self.callback.bind(py).call1((self.total, self.total))?;
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl Client {
+    #[new]
+    #[pyo3(signature = (
+        endpoint_url=None, *, region=None, profile=None, access_key_id=None,
+        secret_access_key=None, session_token=None, anonymous=false, max_memory=None,
+        max_connections=None, connect_timeout=None, read_timeout=None, ca_bundle=None,
+        addressing_style=None, part_size=None, parts_in_flight=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        endpoint_url: Option<String>,
+        region: Option<String>,
+        profile: Option<String>,
+        access_key_id: Option<String>,
+        secret_access_key: Option<String>,
+        session_token: Option<String>,
+        anonymous: bool,
+        max_memory: Option<&Bound<'_, PyAny>>,
+        max_connections: Option<usize>,
+        connect_timeout: Option<f64>,
+        read_timeout: Option<f64>,
+        ca_bundle: Option<PathBuf>,
+        addressing_style: Option<String>,
+        part_size: Option<&Bound<'_, PyAny>>,
+        parts_in_flight: Option<usize>,
+    ) -> PyResult<Self> {
+        let py_err = |e: brisk_client::ConfigError| {
+            Python::attach(|py| errors::to_py(py, brisk_client::Error::Config(e)))
+        };
+        let mut builder = brisk_client::Client::builder().anonymous(anonymous);
+        if let Some(url) = endpoint_url {
+            builder = builder.endpoint(url);
+        }
+        if let Some(region) = region {
+            builder = builder.region(region);
+        }
+        if let Some(profile) = profile {
+            builder = builder.profile(profile);
+        }
+        match (access_key_id, secret_access_key) {
+            (Some(id), Some(secret)) => {
+                let credentials = match session_token {
+                    Some(token) => brisk_client::Credentials::with_session_token(id, secret, token),
+                    None => brisk_client::Credentials::new(id, secret),
+                };
+                builder = builder.credentials(credentials);
+            }
+            (None, None) => {}
+            _ => {
+                return Err(PyValueError::new_err(
+                    "access_key_id and secret_access_key go together: give both or neither",
+                ));
+            }
+        }
+        if let Some(bytes) = max_memory {
+            let bytes = size_arg(bytes, "max_memory")?;
+            if bytes == 0 {
+                return Err(PyValueError::new_err("max_memory must be at least 1 byte"));
+            }
+            builder = builder.memory_budget(MemoryBudget::new(bytes));
+        }
+        if let Some(n) = max_connections {
+            builder = builder.max_connections_per_host(n);
+        }
+        if let Some(t) = connect_timeout {
+            builder = builder.connect_timeout(seconds(t, "connect_timeout")?);
+        }
+        if let Some(t) = read_timeout {
+            builder = builder.read_timeout(seconds(t, "read_timeout")?);
+        }
+        if let Some(path) = ca_bundle {
+            builder = builder.ca_bundle(path);
+        }
+        if let Some(style) = addressing_style {
+            builder = builder.addressing(match style.as_str() {
+                "path" => brisk_client::Addressing::Path,
+                "virtual" => brisk_client::Addressing::VirtualHosted,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "addressing_style is \"path\" or \"virtual\", not {other:?}"
+                    )));
+                }
+            });
+        }
+        let config = builder.resolve().map_err(py_err)?;
+        let mut transfer = TransferOptions::default();
+        if let Some(size) = part_size {
+            transfer.part_size = size_arg(size, "part_size")?;
+        }
+        if let Some(n) = parts_in_flight {
+            transfer.parts_in_flight = n;
+        }
+        let client = brisk_client::Client::new(config.clone()).map_err(py_err)?;
+        Ok(Self {
+            config,
+            transfer,
+            live: Mutex::new(Live {
+                pid: std::process::id(),
+                client,
+            }),
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "brisk.Client(endpoint_url={:?}, region={:?})",
+            self.config.endpoint.to_string(),
+            self.config.region
+        )
+    }
+
+    /// The endpoint requests go to.
+    #[getter]
+    fn endpoint_url(&self) -> String {
+        self.config.endpoint.to_string()
+    }
+
+    /// The region requests are signed for.
+    #[getter]
+    fn region(&self) -> String {
+        self.config.region.clone()
+    }
+
+    /// The memory budget: capacity, reserved, available bytes and waiting calls.
+    fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let client = self.inner();
+        let budget = client.memory_budget();
+        let d = PyDict::new(py);
+        d.set_item("capacity", budget.capacity())?;
+        d.set_item("reserved", budget.reserved())?;
+        d.set_item("available", budget.available())?;
+        d.set_item("waiting", budget.waiting())?;
+        Ok(d)
+    }
+
+    /// Counters since the client was built.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.inner().metrics();
+        let d = PyDict::new(py);
+        d.set_item("requests", m.requests_sent)?;
+        d.set_item("connections_opened", m.connections_opened)?;
+        d.set_item("connections_reused", m.connections_reused)?;
+        d.set_item("connections_discarded", m.connections_discarded)?;
+        d.set_item("retries", m.retries)?;
+        d.set_item("resumed_reads", m.resumed_reads)?;
+        Ok(d)
+    }
+
+    // ----- reads -------------------------------------------------------------------------------
+
+    /// The whole object in one buffer of exactly its size.
+    fn get(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<Buffer> {
+        let client = self.inner();
+        let buf = wait(py, client.get_bytes(bucket, key))?.py_err(py)?;
+        Ok(Buffer::exact(buf))
+    }
+
+    /// Reads into a writable C-contiguous buffer; returns the bytes read.
+    #[pyo3(signature = (bucket, key, buffer, *, offset=0, length=None))]
+    fn get_into(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        buffer: &Bound<'_, PyAny>,
+        offset: u64,
+        length: Option<usize>,
+    ) -> PyResult<usize> {
+        let dst = WritableBuffer::get(buffer, "buffer")?;
+        let len = into_length(&dst, length)?;
+        let client = self.inner();
+        let slice = &mut dst.as_mut_slice()[..len];
+        let read = if offset == 0 && length.is_none() {
+            wait(py, client.get_into(bucket, key, slice))?
+        } else {
+            wait(py, client.get_range_into(bucket, key, offset, slice))?
+        };
+        read.py_err(py)
+    }
+
+    /// `length` bytes from `offset` (fewer at the end of the object) in one exact buffer.
+    fn get_range(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        length: usize,
+    ) -> PyResult<Buffer> {
+        let client = self.inner();
+        let (buf, n) = wait(py, get_range(client, bucket, key, offset, length))?.py_err(py)?;
+        Ok(Buffer::exact_prefix(buf, n))
+    }
+
+    /// Many ranges at once over pipelined keep-alive connections.
+    #[pyo3(signature = (bucket, key, offsets, lengths, *, into=None, queue_depth=64, connections=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn get_ranges(
+        &self,
+        py: Python<'_>,
+        bucket: String,
+        key: &Bound<'_, PyAny>,
+        offsets: Vec<u64>,
+        lengths: &Bound<'_, PyAny>,
+        into: Option<&Bound<'_, PyAny>>,
+        queue_depth: usize,
+        connections: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
+        let specs = range_specs(key, offsets, lengths)?;
+        let options = batch_options(queue_depth, connections)?;
+        let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
+        let client = self.inner();
+        if into.is_none() {
+            check_fits(py, &client, pooled_bytes(&specs)?)?;
+        }
+        let requests = batch_requests(&specs, into.as_ref())?;
+        let lengths: Vec<usize> = specs.iter().map(|s| s.length).collect();
+        let outcomes =
+            spawn_wait(py, run_batch(client, bucket, requests, options), |_| Ok(()))?.py_err(py)?;
+        finish_batch(py, outcomes, into.is_some(), &lengths)
+    }
+
+    /// Metadata of an object (HEAD).
+    fn head(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<ObjectMeta> {
+        let client = self.inner();
+        let meta = wait(py, client.head(bucket, key))?.py_err(py)?;
+        ObjectMeta::new(py, meta)
+    }
+
+    /// Downloads to a file with parallel ranged GETs; returns the size.
+    #[pyo3(signature = (bucket, key, path, *, progress=None))]
+    fn download(
+        &self,
+        py: Python<'_>,
+        bucket: String,
+        key: String,
+        path: PathBuf,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
+        let client = self.inner();
+        let Some(callback) = progress else {
+            let options = self.transfer_options(None);
+            let job = async move { client.download(&bucket, &key, &path, options).await };
+            return spawn_wait(py, job, |_| Ok(()))?.py_err(py);
+        };
+        // The total comes from a HEAD: one small request more, made only to report progress.
+        let total = wait(py, client.head(&bucket, &key))?.py_err(py)?.content_length;
+        let counter = TransferProgress::new();
+        let options = self.transfer_options(Some(counter.clone()));
+        let mut reporter = ProgressReporter {
+            callback,
+            counter,
+            total,
+            last: None,
+        };
+        let job = async move { client.download(&bucket, &key, &path, options).await };
+        let size = spawn_wait(py, job, |py| reporter.report(py))?.py_err(py)?;
+        reporter.total = size;
+        reporter.finish(py)?;
+        Ok(size)
+    }
+
+    /// Uploads a file: one PUT, or a multipart upload from pooled blocks.
+    #[pyo3(signature = (path, bucket, key, *, progress=None))]
+    fn upload(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        bucket: String,
+        key: String,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<UploadResult> {
+        let client = self.inner();
+        let counter = TransferProgress::new();
+        let options = self.transfer_options(Some(counter.clone()));
+        let mut reporter = match progress {
+            Some(callback) => Some(ProgressReporter {
+                callback,
+                counter,
+                total: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                last: None,
+            }),
+            None => None,
+        };
+        let job = async move { client.upload(&bucket, &key, &path, options).await };
+        let result = spawn_wait(py, job, |py| match reporter.as_mut() {
+            Some(r) => r.report(py),
+            None => Ok(()),
+        })?
+        .py_err(py)?;
+        if let Some(r) = reporter.as_mut() {
+            r.total = result.size;
+            r.finish(py)?;
+        }
+        Ok(UploadResult {
+            etag: result.etag,
+            size: result.size,
+            parts: result.parts,
+        })
+    }
+
+    // ----- writes and the rest -----------------------------------------------------------------
+
+    /// Stores `data` (any C-contiguous buffer) in one PUT, sent from where it is.
+    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None))]
+    fn put(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        data: &Bound<'_, PyAny>,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+    ) -> PyResult<PutResult> {
+        let options = put_options(content_type, if_none_match)?;
+        let data = ReadableBuffer::get(data)?;
+        let client = self.inner();
+        let result = wait(py, client.put_with(bucket, key, data.as_slice(), &options))?;
+        Ok(put_result(result.py_err(py)?))
+    }
+
+    /// Deletes an object (a missing key is not an error, as in S3).
+    fn delete(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<()> {
+        let client = self.inner();
+        wait(py, client.delete(bucket, key))?.py_err(py)
+    }
+
+    /// Deletes keys in batches of 1,000; returns (key, code) for the keys not deleted.
+    fn delete_many(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        keys: Vec<String>,
+    ) -> PyResult<Vec<(String, String)>> {
+        let client = self.inner();
+        let result = wait(py, client.delete_many(bucket, &keys))?.py_err(py)?;
+        Ok(result
+            .errors
+            .into_iter()
+            .map(|e| (e.key, e.code))
+            .collect())
+    }
+
+    /// Server-side copy; returns the new ETag.
+    fn copy(
+        &self,
+        py: Python<'_>,
+        src_bucket: &str,
+        src_key: &str,
+        dst_bucket: &str,
+        dst_key: &str,
+    ) -> PyResult<Option<String>> {
+        let client = self.inner();
+        let job = client.copy_object(
+            src_bucket,
+            src_key,
+            dst_bucket,
+            dst_key,
+            CopyOptions::default(),
+        );
+        Ok(Some(wait(py, job)?.py_err(py)?.etag))
+    }
+
+    /// Lists a bucket, page by page as iteration goes.
+    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None, page_size=None))]
+    fn list(
+        &self,
+        bucket: &str,
+        prefix: Option<String>,
+        delimiter: Option<String>,
+        start_after: Option<String>,
+        page_size: Option<u32>,
+    ) -> ListIterator {
+        let options = ListOptions {
+            prefix,
+            delimiter,
+            max_keys: page_size,
+            start_after,
+        };
+        ListIterator::new(self.inner().list(bucket, options))
+    }
+
+    /// A presigned URL for `method` on the object, valid for `expires_in` seconds (1 s to 7 days).
+    #[pyo3(signature = (bucket, key, *, method="GET", expires_in=3600.0))]
+    fn presign(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        method: &str,
+        expires_in: f64,
+    ) -> PyResult<String> {
+        let method = method.to_ascii_uppercase();
+        if !matches!(method.as_str(), "GET" | "PUT" | "HEAD" | "DELETE") {
+            return Err(PyValueError::new_err(format!(
+                "method is GET, PUT, HEAD or DELETE, not {method:?}"
+            )));
+        }
+        let expires = seconds(expires_in, "expires_in")?;
+        self.inner()
+            .presign(&method, bucket, key, expires, SystemTime::now())
+            .py_err(py)
+    }
+
+    fn create_bucket(&self, py: Python<'_>, bucket: &str) -> PyResult<()> {
+        let client = self.inner();
+        wait(py, client.create_bucket(bucket))?.py_err(py)
+    }
+
+    fn delete_bucket(&self, py: Python<'_>, bucket: &str) -> PyResult<()> {
+        let client = self.inner();
+        wait(py, client.delete_bucket(bucket))?.py_err(py)
+    }
+
+    fn list_buckets(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let client = self.inner();
+        let buckets = wait(py, client.list_buckets())?.py_err(py)?;
+        Ok(buckets.into_iter().map(|b| b.name).collect())
+    }
+
+    // ----- asyncio -----------------------------------------------------------------------------
+
+    fn get_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { client.get_bytes(&bucket, &key).await },
+            |py, buf| Ok(Py::new(py, Buffer::exact(buf))?.into_any()),
+        )
+    }
+
+    #[pyo3(signature = (bucket, key, buffer, *, offset=0, length=None))]
+    fn get_into_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        buffer: &Bound<'py, PyAny>,
+        offset: u64,
+        length: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let dst = WritableBuffer::get(buffer, "buffer")?;
+        let len = into_length(&dst, length)?;
+        let whole = offset == 0 && length.is_none();
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move {
+                let slice = &mut dst.as_mut_slice()[..len];
+                if whole {
+                    client.get_into(&bucket, &key, slice).await
+                } else {
+                    client.get_range_into(&bucket, &key, offset, slice).await
+                }
+            },
+            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    fn get_range_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        offset: u64,
+        length: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { get_range(client, &bucket, &key, offset, length).await },
+            |py, (buf, n)| Ok(Py::new(py, Buffer::exact_prefix(buf, n))?.into_any()),
+        )
+    }
+
+    #[pyo3(signature = (bucket, key, offsets, lengths, *, into=None, queue_depth=64, connections=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn get_ranges_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: &Bound<'py, PyAny>,
+        offsets: Vec<u64>,
+        lengths: &Bound<'py, PyAny>,
+        into: Option<&Bound<'py, PyAny>>,
+        queue_depth: usize,
+        connections: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let specs = range_specs(key, offsets, lengths)?;
+        let options = batch_options(queue_depth, connections)?;
+        let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
+        let client = self.inner();
+        if into.is_none() {
+            check_fits(py, &client, pooled_bytes(&specs)?)?;
+        }
+        let requests = batch_requests(&specs, into.as_ref())?;
+        let lengths: Vec<usize> = specs.iter().map(|s| s.length).collect();
+        let with_into = into.is_some();
+        aio::spawn(
+            py,
+            async move {
+                let _keep = into;
+                run_batch(client, bucket, requests, options).await
+            },
+            move |py, outcomes| finish_batch(py, outcomes, with_into, &lengths),
+        )
+    }
+
+    fn head_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { client.head(&bucket, &key).await },
+            |py, meta| Ok(Py::new(py, ObjectMeta::new(py, meta)?)?.into_any()),
+        )
+    }
+
+    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None))]
+    fn put_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        data: &Bound<'py, PyAny>,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let options = put_options(content_type, if_none_match)?;
+        let data = ReadableBuffer::get(data)?;
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move {
+                client
+                    .put_with(&bucket, &key, data.as_slice(), &options)
+                    .await
+            },
+            |py, r| Ok(Py::new(py, put_result(r))?.into_any()),
+        )
+    }
+
+    fn delete_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { client.delete(&bucket, &key).await },
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    fn copy_async<'py>(
+        &self,
+        py: Python<'py>,
+        src_bucket: String,
+        src_key: String,
+        dst_bucket: String,
+        dst_key: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move {
+                client
+                    .copy_object(
+                        &src_bucket,
+                        &src_key,
+                        &dst_bucket,
+                        &dst_key,
+                        CopyOptions::default(),
+                    )
+                    .await
+            },
+            |py, r| Ok(r.etag.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None))]
+    fn list_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        prefix: Option<String>,
+        delimiter: Option<String>,
+        start_after: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let options = ListOptions {
+            prefix,
+            delimiter,
+            max_keys: None,
+            start_after,
+        };
+        let mut pages = self.inner().list(&bucket, options);
+        aio::spawn(
+            py,
+            async move {
+                let mut entries = Vec::new();
+                while let Some(page) = pages.next_page().await? {
+                    entries.extend(page_entries(page));
+                }
+                Ok(entries)
+            },
+            |py, entries| {
+                let list = PyList::empty(py);
+                for e in entries {
+                    list.append(Py::new(py, e.into_py(py)?)?)?;
+                }
+                Ok(list.into_any().unbind())
+            },
+        )
+    }
+
+    fn download_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        path: PathBuf,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        let options = self.transfer_options(None);
+        aio::spawn(
+            py,
+            async move { client.download(&bucket, &key, &path, options).await },
+            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    fn upload_async<'py>(
+        &self,
+        py: Python<'py>,
+        path: PathBuf,
+        bucket: String,
+        key: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        let options = self.transfer_options(None);
+        aio::spawn(
+            py,
+            async move { client.upload(&bucket, &key, &path, options).await },
+            |py, r| {
+                Ok(Py::new(
+                    py,
+                    UploadResult {
+                        etag: r.etag,
+                        size: r.size,
+                        parts: r.parts,
+                    },
+                )?
+                .into_any())
+            },
+        )
+    }
+}
+
+/// The bytes of `dst` a `get_into` may fill: all of it, or `length` of it.
+fn into_length(dst: &WritableBuffer, length: Option<usize>) -> PyResult<usize> {
+    match length {
+        None => Ok(dst.len()),
+        Some(n) if n <= dst.len() => Ok(n),
+        Some(n) => Err(PyValueError::new_err(format!(
+            "length {n} is larger than the buffer ({} bytes)",
+            dst.len()
+        ))),
+    }
+}
+
+/// A ranged GET into an exact buffer of `length` bytes; returns the buffer and the bytes read.
+async fn get_range(
+    client: brisk_client::Client,
+    bucket: &str,
+    key: &str,
+    offset: u64,
+    length: usize,
+) -> Result<(ExactBuf, usize), brisk_client::Error> {
+    let mut buf = ExactBuf::new(client.memory_budget(), length).await?;
+    let n = client.get_range_into(bucket, key, offset, &mut buf).await?;
+    Ok((buf, n))
+}
+
+/// Fails at once when a batch's Buffers could never be held together under the budget.
+fn check_fits(py: Python<'_>, client: &brisk_client::Client, bytes: usize) -> PyResult<()> {
+    let capacity = client.memory_budget().capacity();
+    if bytes > capacity {
+        return Err(errors::plain(
+            py,
+            "MemoryBudgetExceeded",
+            format!(
+                "the ranges need {bytes} bytes of buffers at once, more than the client's whole memory budget ({capacity} bytes): pass into= (a buffer you own), read fewer ranges per call, or raise max_memory"
+            ),
+        ));
+    }
+    Ok(())
+}

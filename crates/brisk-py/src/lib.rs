@@ -1,0 +1,42 @@
+//! `brisk._brisk`: the native module of the `brisk` Python package.
+//!
+//! - [`client`]: `brisk.Client`, every call with the GIL released, asyncio variants ([`aio`]).
+//! - [`buffer`]: `brisk.Buffer` (Rust memory lent to Python, counted in the budget) and the
+//!   caller's buffers brisk reads into and sends from.
+//! - [`runtime`]: the per-process tokio runtime, rebuilt after `fork()`, and the waits that keep
+//!   Ctrl-C working.
+//! - [`errors`]: Rust errors as the exceptions of `brisk.errors`.
+//! - [`types`]: metadata, listing entries, results.
+
+use pyo3::prelude::*;
+
+pub mod aio;
+pub mod buffer;
+pub mod client;
+pub mod errors;
+pub mod runtime;
+pub mod types;
+
+/// Bytes from an int or a size such as "64MiB".
+#[pyfunction]
+fn parse_size(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if let Ok(n) = value.extract::<usize>() {
+        return Ok(n);
+    }
+    let text: String = value.extract()?;
+    brisk_mem::parse_size(&text).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+#[pymodule]
+fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<client::Client>()?;
+    m.add_class::<buffer::Buffer>()?;
+    m.add_class::<types::ObjectMeta>()?;
+    m.add_class::<types::ObjectEntry>()?;
+    m.add_class::<types::ListIterator>()?;
+    m.add_class::<types::PutResult>()?;
+    m.add_class::<types::UploadResult>()?;
+    m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! The plain values calls return: object metadata, listing entries, write results.
+
+use std::collections::VecDeque;
+use std::time::SystemTime;
+
+use brisk_client::ListObjects;
+use pyo3::exceptions::PyStopIteration;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyDict;
+
+use crate::errors::IntoPyResult;
+use crate::runtime::wait;
+
+static FROM_TIMESTAMP: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+/// An aware `datetime` in UTC for a Unix time in nanoseconds.
+pub fn datetime(py: Python<'_>, unix_nanos: i128) -> PyResult<Py<PyAny>> {
+    let (from_timestamp, utc) = FROM_TIMESTAMP.get_or_try_init(py, || -> PyResult<_> {
+        let dt = py.import("datetime")?;
+        Ok((
+            dt.getattr("datetime")?.getattr("fromtimestamp")?.unbind(),
+            dt.getattr("timezone")?.getattr("utc")?.unbind(),
+        ))
+    })?;
+    let seconds = unix_nanos as f64 / 1e9;
+    Ok(from_timestamp.bind(py).call1((seconds, utc.bind(py)))?.unbind())
+}
+
+pub fn system_time(py: Python<'_>, t: Option<SystemTime>) -> PyResult<Option<Py<PyAny>>> {
+    t.map(|t| {
+        let nanos = match t.duration_since(SystemTime::UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        };
+        datetime(py, nanos)
+    })
+    .transpose()
+}
+
+/// What HEAD says about an object.
+#[pyclass(module = "brisk", frozen, get_all)]
+#[derive(Debug)]
+pub struct ObjectMeta {
+    pub size: u64,
+    pub etag: Option<String>,
+    pub last_modified: Option<Py<PyAny>>,
+    pub content_type: Option<String>,
+    pub checksum_crc32c: Option<String>,
+    pub metadata: Py<PyDict>,
+}
+
+impl ObjectMeta {
+    pub fn new(py: Python<'_>, meta: brisk_client::ObjectMeta) -> PyResult<Self> {
+        let metadata = PyDict::new(py);
+        for (name, value) in &meta.metadata {
+            metadata.set_item(name, value)?;
+        }
+        Ok(Self {
+            size: meta.content_length,
+            etag: meta.etag,
+            last_modified: system_time(py, meta.last_modified)?,
+            content_type: meta.content_type,
+            checksum_crc32c: meta.checksum_crc32c,
+            metadata: metadata.unbind(),
+        })
+    }
+}
+
+#[pymethods]
+impl ObjectMeta {
+    fn __repr__(&self) -> String {
+        format!(
+            "ObjectMeta(size={}, etag={:?}, content_type={:?})",
+            self.size, self.etag, self.content_type
+        )
+    }
+}
+
+/// One listing entry: an object, or a common prefix (`is_prefix`).
+#[pyclass(module = "brisk", frozen, get_all)]
+#[derive(Debug)]
+pub struct ObjectEntry {
+    pub key: String,
+    pub size: u64,
+    pub etag: Option<String>,
+    pub last_modified: Option<Py<PyAny>>,
+    pub storage_class: Option<String>,
+    pub is_prefix: bool,
+}
+
+impl ObjectEntry {
+    pub fn object(py: Python<'_>, e: brisk_wire::xml::ObjectEntry) -> PyResult<Self> {
+        Ok(Self {
+            last_modified: Some(datetime(py, e.last_modified.unix_timestamp_nanos())?),
+            key: e.key,
+            size: e.size,
+            etag: Some(e.etag),
+            storage_class: e.storage_class,
+            is_prefix: false,
+        })
+    }
+
+    pub fn prefix(prefix: String) -> Self {
+        Self {
+            key: prefix,
+            size: 0,
+            etag: None,
+            last_modified: None,
+            storage_class: None,
+            is_prefix: true,
+        }
+    }
+}
+
+#[pymethods]
+impl ObjectEntry {
+    fn __repr__(&self) -> String {
+        if self.is_prefix {
+            format!("ObjectEntry(prefix {:?})", self.key)
+        } else {
+            format!("ObjectEntry({:?}, size={})", self.key, self.size)
+        }
+    }
+}
+
+/// A listing's entries, fetched a page (up to 1,000 keys) at a time as iteration reaches them.
+#[pyclass(module = "brisk")]
+#[derive(Debug)]
+pub struct ListIterator {
+    pages: ListObjects,
+    /// The rest of the current page: objects and common prefixes in key order.
+    pending: VecDeque<Entry>,
+}
+
+#[derive(Debug)]
+pub enum Entry {
+    Object(brisk_wire::xml::ObjectEntry),
+    Prefix(String),
+}
+
+impl Entry {
+    fn key(&self) -> &str {
+        match self {
+            Entry::Object(o) => &o.key,
+            Entry::Prefix(p) => p,
+        }
+    }
+
+    pub fn into_py(self, py: Python<'_>) -> PyResult<ObjectEntry> {
+        match self {
+            Entry::Object(o) => ObjectEntry::object(py, o),
+            Entry::Prefix(p) => Ok(ObjectEntry::prefix(p)),
+        }
+    }
+}
+
+/// A page's objects and prefixes merged in key order, as S3 orders them.
+pub fn page_entries(page: brisk_client::ListPage) -> VecDeque<Entry> {
+    let mut entries: Vec<Entry> = page
+        .objects
+        .into_iter()
+        .map(Entry::Object)
+        .chain(page.common_prefixes.into_iter().map(Entry::Prefix))
+        .collect();
+    entries.sort_by(|a, b| a.key().cmp(b.key()));
+    entries.into()
+}
+
+impl ListIterator {
+    pub fn new(pages: ListObjects) -> Self {
+        Self {
+            pages,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
+#[pymethods]
+impl ListIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<ObjectEntry> {
+        while self.pending.is_empty() {
+            let page = wait(py, self.pages.next_page())?.py_err(py)?;
+            match page {
+                Some(page) => self.pending = page_entries(page),
+                None => return Err(PyStopIteration::new_err(())),
+            }
+        }
+        let entry = self.pending.pop_front().expect("a page entry");
+        entry.into_py(py)
+    }
+
+    /// Pages requested so far.
+    #[getter]
+    fn pages_fetched(&self) -> u64 {
+        self.pages.pages_fetched()
+    }
+}
+
+/// What a PUT returned.
+#[pyclass(module = "brisk", frozen, get_all)]
+#[derive(Debug)]
+pub struct PutResult {
+    pub etag: Option<String>,
+    pub checksum: String,
+    pub checksum_algorithm: String,
+}
+
+#[pymethods]
+impl PutResult {
+    fn __repr__(&self) -> String {
+        format!("PutResult(etag={:?})", self.etag)
+    }
+}
+
+/// What an upload returned.
+#[pyclass(module = "brisk", frozen, get_all)]
+#[derive(Debug)]
+pub struct UploadResult {
+    pub etag: Option<String>,
+    pub size: u64,
+    pub parts: u32,
+}
+
+#[pymethods]
+impl UploadResult {
+    fn __repr__(&self) -> String {
+        format!(
+            "UploadResult(etag={:?}, size={}, parts={})",
+            self.etag, self.size, self.parts
+        )
+    }
+}
