@@ -48,8 +48,8 @@ mod size;
 pub use budget::{Acquire, BudgetError, MemoryBudget, Reservation};
 pub use exact::{ExactBuf, MAPPED_MIN_LEN};
 pub use metrics::MemoryMetrics;
-pub use size::parse_size;
 pub use pool::{
     BufferPool, DEFAULT_GLOBAL_BUDGET_BYTES, DEFAULT_RETENTION_BYTES, GlobalPoolError,
     MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, PooledBlock, SIZE_CLASSES,
 };
+pub use size::parse_size;

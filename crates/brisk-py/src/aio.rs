@@ -57,10 +57,10 @@ struct AbortOnCancel {
 #[pymethods]
 impl AbortOnCancel {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future.call_method0("cancelled")?.is_truthy()? {
-            if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                task.abort();
-            }
+        if future.call_method0("cancelled")?.is_truthy()?
+            && let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take()
+        {
+            task.abort();
         }
         Ok(())
     }

@@ -227,13 +227,17 @@ impl WritableBuffer {
         self.buffer.len_bytes()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The whole buffer as a mutable slice.
     ///
     /// The caller must not hold two of these at once, or use one while a [`LentSlice`] of the same
     /// buffer is being written.
     #[allow(clippy::mut_from_ref)]
     pub fn as_mut_slice(&self) -> &mut [u8] {
-        if self.len() == 0 {
+        if self.is_empty() {
             return &mut [];
         }
         // SAFETY: the buffer is writable and C-contiguous (checked in `get`), so `buf_ptr` points

@@ -80,8 +80,9 @@ impl Client {
         if live.pid != pid {
             let mut config = self.config.clone();
             config.memory_budget = MemoryBudget::new(live.client.memory_budget().capacity());
-            let fresh = brisk_client::Client::new(config)
-                .expect("a configuration that built a client in the parent builds one in the child");
+            let fresh = brisk_client::Client::new(config).expect(
+                "a configuration that built a client in the parent builds one in the child",
+            );
             std::mem::forget(std::mem::replace(&mut live.client, fresh));
             live.pid = pid;
         }
@@ -207,9 +208,11 @@ fn finish_batch(
                         }
                         _ => results.append(Py::new(
                             py,
-                            Buffer::exact(ExactBuf::try_new(&MemoryBudget::new(0), 0).map_err(
-                                |e| errors::to_py(py, brisk_client::Error::Memory(e)),
-                            )?),
+                            Buffer::exact(
+                                ExactBuf::try_new(&MemoryBudget::new(0), 0).map_err(|e| {
+                                    errors::to_py(py, brisk_client::Error::Memory(e))
+                                })?,
+                            ),
                         )?)?,
                     }
                 }
@@ -303,7 +306,13 @@ fn batch_requests(
                 }
                 None => Destination::Pooled,
             };
-            ReadRequest::new(i as u64, Arc::clone(&s.key), s.offset, s.length, destination)
+            ReadRequest::new(
+                i as u64,
+                Arc::clone(&s.key),
+                s.offset,
+                s.length,
+                destination,
+            )
         })
         .collect())
 }
@@ -324,10 +333,7 @@ fn batch_options(queue_depth: usize, connections: Option<usize>) -> PyResult<Bat
     Ok(options)
 }
 
-fn put_options(
-    content_type: Option<String>,
-    if_none_match: Option<&str>,
-) -> PyResult<PutOptions> {
+fn put_options(content_type: Option<String>, if_none_match: Option<&str>) -> PyResult<PutOptions> {
     let if_none_match_any = match if_none_match {
         None => false,
         Some("*") => true,
@@ -626,7 +632,9 @@ impl Client {
             return spawn_wait(py, job, |_| Ok(()))?.py_err(py);
         };
         // The total comes from a HEAD: one small request more, made only to report progress.
-        let total = wait(py, client.head(&bucket, &key))?.py_err(py)?.content_length;
+        let total = wait(py, client.head(&bucket, &key))?
+            .py_err(py)?
+            .content_length;
         let counter = TransferProgress::new();
         let options = self.transfer_options(Some(counter.clone()));
         let mut reporter = ProgressReporter {
@@ -655,15 +663,12 @@ impl Client {
         let client = self.inner();
         let counter = TransferProgress::new();
         let options = self.transfer_options(Some(counter.clone()));
-        let mut reporter = match progress {
-            Some(callback) => Some(ProgressReporter {
-                callback,
-                counter,
-                total: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
-                last: None,
-            }),
-            None => None,
-        };
+        let mut reporter = progress.map(|callback| ProgressReporter {
+            callback,
+            counter,
+            total: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+            last: None,
+        });
         let job = async move { client.upload(&bucket, &key, &path, options).await };
         let result = spawn_wait(py, job, |py| match reporter.as_mut() {
             Some(r) => r.report(py),
@@ -716,11 +721,7 @@ impl Client {
     ) -> PyResult<Vec<(String, String)>> {
         let client = self.inner();
         let result = wait(py, client.delete_many(bucket, &keys))?.py_err(py)?;
-        Ok(result
-            .errors
-            .into_iter()
-            .map(|e| (e.key, e.code))
-            .collect())
+        Ok(result.errors.into_iter().map(|e| (e.key, e.code)).collect())
     }
 
     /// Server-side copy; returns the new ETag.

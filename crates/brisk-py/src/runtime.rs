@@ -79,7 +79,10 @@ where
     let runtime = runtime();
     let mut future = std::pin::pin!(future);
     loop {
-        let slice = py.detach(|| runtime.block_on(tokio::time::timeout(TICK, future.as_mut())));
+        let slice = py.detach(|| {
+            // The timer is made inside `block_on`: it needs the runtime's context.
+            runtime.block_on(async { tokio::time::timeout(TICK, future.as_mut()).await })
+        });
         match slice {
             Ok(output) => return Ok(output),
             Err(_elapsed) => py.check_signals()?,
@@ -101,7 +104,8 @@ where
     let runtime = runtime();
     let mut handle = runtime.spawn(future);
     loop {
-        let slice = py.detach(|| runtime.block_on(tokio::time::timeout(TICK, &mut handle)));
+        let slice =
+            py.detach(|| runtime.block_on(async { tokio::time::timeout(TICK, &mut handle).await }));
         match slice {
             Ok(Ok(output)) => return Ok(output),
             Ok(Err(join_error)) => {

@@ -24,7 +24,10 @@ pub fn datetime(py: Python<'_>, unix_nanos: i128) -> PyResult<Py<PyAny>> {
         ))
     })?;
     let seconds = unix_nanos as f64 / 1e9;
-    Ok(from_timestamp.bind(py).call1((seconds, utc.bind(py)))?.unbind())
+    Ok(from_timestamp
+        .bind(py)
+        .call1((seconds, utc.bind(py)))?
+        .unbind())
 }
 
 pub fn system_time(py: Python<'_>, t: Option<SystemTime>) -> PyResult<Option<Py<PyAny>>> {

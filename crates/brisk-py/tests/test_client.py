@@ -1,0 +1,516 @@
+"""Every call of `brisk.Client` against brisk serve and MinIO, errors included."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import mmap
+import os
+import threading
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+import brisk
+
+MiB = 1024 * 1024
+
+
+def payload(n: int, seed: int = 1) -> bytes:
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+# ----- get / Buffer ---------------------------------------------------------------------------
+
+
+def test_get_returns_a_buffer_over_the_object(client, bucket):
+    data = payload(3 * MiB + 17)
+    client.put(bucket, "obj", data)
+    buf = client.get(bucket, "obj")
+    assert isinstance(buf, brisk.Buffer)
+    assert len(buf) == len(data)
+    assert bytes(buf) == data
+    assert buf == data
+    view = memoryview(buf)
+    assert view.readonly and view.nbytes == len(data) and view.format == "B"
+    assert view[100:200].tobytes() == data[100:200]
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    assert arr.nbytes == len(data) and not arr.flags.writeable
+    # numpy sees the Rust memory itself, not a copy.
+    assert arr.ctypes.data == np.frombuffer(buf, dtype=np.uint8).ctypes.data
+
+
+def test_empty_object(client, bucket):
+    client.put(bucket, "empty", b"")
+    buf = client.get(bucket, "empty")
+    assert len(buf) == 0 and bytes(buf) == b""
+    assert client.get_into(bucket, "empty", bytearray(0)) == 0
+
+
+def test_buffer_release_refuses_while_exported(client, bucket):
+    client.put(bucket, "k", b"x" * 1000)
+    buf = client.get(bucket, "k")
+    view = memoryview(buf)
+    with pytest.raises(BufferError):
+        buf.release()
+    view.release()
+    buf.release()
+    assert buf.released and len(buf) == 0
+
+
+def test_buffer_is_read_only(client, bucket):
+    client.put(bucket, "k", b"abc")
+    buf = client.get(bucket, "k")
+    with pytest.raises((BufferError, TypeError)):
+        memoryview(buf)[0] = 1  # type: ignore[index]
+
+
+# ----- get_into -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "numpy", "memoryview", "mmap", "numpy-float32"])
+def test_get_into_fills_any_writable_buffer(client, bucket, kind):
+    data = payload(2 * MiB)
+    client.put(bucket, "obj", data)
+    if kind == "bytearray":
+        target = bytearray(len(data) + 10)
+    elif kind == "numpy":
+        target = np.zeros(len(data), dtype=np.uint8)
+    elif kind == "memoryview":
+        target = memoryview(bytearray(len(data)))
+    elif kind == "mmap":
+        target = mmap.mmap(-1, len(data))
+    else:
+        target = np.zeros(len(data) // 4, dtype=np.float32)
+    n = client.get_into(bucket, "obj", target)
+    assert n == len(data)
+    assert bytes(memoryview(target).cast("B")[:n]) == data
+
+
+def test_get_into_a_range(client, bucket):
+    data = payload(MiB)
+    client.put(bucket, "obj", data)
+    buf = bytearray(4096)
+    assert client.get_into(bucket, "obj", buf, offset=1000) == 4096
+    assert buf == data[1000:5096]
+    # At the end of the object: fewer bytes.
+    assert client.get_into(bucket, "obj", buf, offset=len(data) - 10) == 10
+    assert buf[:10] == data[-10:]
+    # A length shorter than the buffer.
+    assert client.get_into(bucket, "obj", buf, offset=5, length=7) == 7
+    assert buf[:7] == data[5:12]
+
+
+def test_get_into_refuses_read_only_and_bad_buffers(client, bucket):
+    client.put(bucket, "obj", b"12345678")
+    before = client.metrics()["requests"]
+    with pytest.raises(ValueError, match="read-only"):
+        client.get_into(bucket, "obj", b"\0" * 100)
+    with pytest.raises(ValueError, match="read-only"):
+        client.get_into(bucket, "obj", memoryview(bytearray(100)).toreadonly())
+    with pytest.raises(ValueError, match="contiguous"):
+        client.get_into(bucket, "obj", np.zeros((10, 10), dtype=np.uint8)[:, 1])
+    with pytest.raises(ValueError, match="buffer protocol"):
+        client.get_into(bucket, "obj", "not a buffer")
+    with pytest.raises(ValueError, match="larger than the buffer"):
+        client.get_into(bucket, "obj", bytearray(4), offset=1, length=5)
+    assert client.metrics()["requests"] == before, "no request for a buffer refused up front"
+
+
+def test_get_into_too_small_buffer_is_a_value_error_and_writes_nothing(client, bucket):
+    client.put(bucket, "obj", b"x" * 100)
+    target = bytearray(b"\xee" * 50)
+    with pytest.raises(brisk.BufferTooSmall) as info:
+        client.get_into(bucket, "obj", target)
+    assert isinstance(info.value, ValueError)
+    assert "100" in str(info.value)
+    assert target == bytearray(b"\xee" * 50)
+
+
+# ----- ranges -----------------------------------------------------------------------------------
+
+
+def test_get_range(client, bucket):
+    data = payload(MiB)
+    client.put(bucket, "obj", data)
+    assert bytes(client.get_range(bucket, "obj", 10, 100)) == data[10:110]
+    tail = client.get_range(bucket, "obj", len(data) - 5, 100)
+    assert len(tail) == 5 and bytes(tail) == data[-5:]
+    with pytest.raises(brisk.InvalidRange) as info:
+        client.get_range(bucket, "obj", len(data) + 1, 10)
+    assert info.value.code == "InvalidRange" and info.value.status == 416
+
+
+def test_get_ranges_returns_buffers_in_order(client, bucket):
+    data = payload(4 * MiB)
+    client.put(bucket, "obj", data)
+    rng = np.random.default_rng(7)
+    offsets = [int(o) for o in rng.integers(0, len(data) - 65536, 100)]
+    lengths = [int(n) for n in rng.integers(1, 65536, 100)]
+    bufs = client.get_ranges(bucket, "obj", offsets, lengths, queue_depth=16)
+    assert len(bufs) == 100
+    for buf, o, n in zip(bufs, offsets, lengths):
+        assert bytes(buf) == data[o : o + n]
+
+
+def test_get_ranges_into_one_array(client, bucket):
+    data = payload(4 * MiB)
+    client.put(bucket, "obj", data)
+    offsets = list(range(0, 4 * MiB, 256 * 1024))[::-1]
+    into = np.zeros(len(offsets) * 256 * 1024, dtype=np.uint8)
+    n = client.get_ranges(bucket, "obj", offsets, 256 * 1024, into=into)
+    assert n == into.nbytes
+    expected = b"".join(data[o : o + 256 * 1024] for o in offsets)
+    assert into.tobytes() == expected
+
+
+def test_get_ranges_of_several_keys(client, bucket):
+    a, b = payload(1000, 1), payload(1000, 2)
+    client.put(bucket, "a", a)
+    client.put(bucket, "b", b)
+    bufs = client.get_ranges(bucket, ["a", "b", "a"], [0, 10, 500], [10, 20, 30])
+    assert [bytes(x) for x in bufs] == [a[:10], b[10:30], a[500:530]]
+
+
+def test_get_ranges_names_the_failing_indices(client, bucket):
+    data = payload(10000)
+    client.put(bucket, "obj", data)
+    with pytest.raises(brisk.RangeErrors) as info:
+        client.get_ranges(bucket, ["obj", "missing", "obj", "obj"], [0, 0, 20000, 100], [10, 10, 10, 10])
+    err = info.value
+    assert set(err.errors) == {1, 2}
+    assert isinstance(err.errors[1], brisk.NoSuchKey)
+    assert isinstance(err.errors[2], brisk.InvalidRange)
+    assert "1, 2" in str(err)
+    assert bytes(err.results[0]) == data[:10] and bytes(err.results[3]) == data[100:110]
+    assert err.results[1] is None and err.results[2] is None
+
+
+def test_get_ranges_into_says_when_a_range_was_short(client, bucket):
+    client.put(bucket, "obj", b"0123456789")
+    into = bytearray(20)
+    with pytest.raises(brisk.RangeErrors) as info:
+        client.get_ranges(bucket, "obj", [0, 5], 10, into=into)
+    assert set(info.value.errors) == {1}
+    assert info.value.results[0] == 10
+
+
+def test_get_ranges_argument_errors(client, bucket):
+    with pytest.raises(ValueError, match="holds 10 bytes"):
+        client.get_ranges(bucket, "obj", [0, 10], 10, into=bytearray(10))
+    with pytest.raises(ValueError, match="read-only"):
+        client.get_ranges(bucket, "obj", [0], 10, into=b"\0" * 10)
+    with pytest.raises(ValueError, match="lengths"):
+        client.get_ranges(bucket, "obj", [0, 1], [1, 2, 3])
+    with pytest.raises(ValueError, match="queue_depth"):
+        client.get_ranges(bucket, "obj", [0], 1, queue_depth=0)
+
+
+# ----- head, put, delete, copy, list, presign, buckets -----------------------------------------
+
+
+def test_head(client, bucket):
+    client.put(bucket, "obj", b"hello", content_type="text/plain")
+    meta = client.head(bucket, "obj")
+    assert meta.size == 5
+    assert meta.content_type == "text/plain"
+    assert meta.etag == '"' + hashlib.md5(b"hello").hexdigest() + '"'
+    assert meta.last_modified is not None and meta.last_modified.tzinfo is not None
+    assert abs(time.time() - meta.last_modified.timestamp()) < 600
+
+
+def test_put_from_any_buffer(client, bucket):
+    arr = np.arange(1000, dtype=np.float64)
+    result = client.put(bucket, "arr", arr)
+    assert result.etag == '"' + hashlib.md5(arr.tobytes()).hexdigest() + '"'
+    assert bytes(client.get(bucket, "arr")) == arr.tobytes()
+    client.put(bucket, "ba", bytearray(b"abc"))
+    client.put(bucket, "mv", memoryview(b"xyzw")[1:3])
+    assert bytes(client.get(bucket, "mv")) == b"yz"
+    # A Buffer goes back up without passing through bytes.
+    client.put(bucket, "again", client.get(bucket, "arr"))
+    assert bytes(client.get(bucket, "again")) == arr.tobytes()
+    with pytest.raises(ValueError, match="buffer protocol"):
+        client.put(bucket, "bad", "a str is not bytes")
+
+
+def test_put_if_none_match(client, bucket):
+    client.put(bucket, "once", b"1", if_none_match="*")
+    with pytest.raises(brisk.PreconditionFailed):
+        client.put(bucket, "once", b"2", if_none_match="*")
+    with pytest.raises(ValueError):
+        client.put(bucket, "once", b"2", if_none_match="etag")
+
+
+def test_delete_and_missing_keys(client, bucket):
+    client.put(bucket, "obj", b"x")
+    client.delete(bucket, "obj")
+    client.delete(bucket, "obj")  # deleting a missing key succeeds, as in S3
+    with pytest.raises(brisk.NoSuchKey) as info:
+        client.get(bucket, "obj")
+    assert isinstance(info.value, FileNotFoundError)
+    assert info.value.code == "NoSuchKey" and info.value.status == 404
+    with pytest.raises(FileNotFoundError):
+        client.head(bucket, "obj")
+    with pytest.raises(FileNotFoundError):
+        client.get_into(bucket, "obj", bytearray(10))
+
+
+def test_missing_bucket(client):
+    with pytest.raises(brisk.NoSuchBucket) as info:
+        client.get("no-such-bucket-brisk", "k")
+    assert isinstance(info.value, FileNotFoundError)
+    assert info.value.code == "NoSuchBucket"
+    with pytest.raises(brisk.NoSuchBucket):
+        list(client.list("no-such-bucket-brisk"))
+
+
+def test_bad_credentials(server, bucket):
+    bad = server.client(secret_access_key="wrong-secret")
+    with pytest.raises(brisk.AccessDenied) as info:
+        bad.get(bucket, "k")
+    assert isinstance(info.value, PermissionError)
+    assert info.value.code == "SignatureDoesNotMatch"
+    assert info.value.hint
+    unknown = server.client(access_key_id="nobody", secret_access_key="x")
+    with pytest.raises(PermissionError):
+        unknown.put(bucket, "k", b"x")
+
+
+def test_delete_many_and_list_pages(client, bucket):
+    keys = [f"dir/{i:04d}" for i in range(25)] + ["top"]
+    for k in keys:
+        client.put(bucket, k, k.encode())
+    it = client.list(bucket, "dir/", page_size=10)
+    listed = [e.key for e in it]
+    assert listed == sorted(k for k in keys if k.startswith("dir/"))
+    assert it.pages_fetched == 3
+    entries = list(client.list(bucket, delimiter="/"))
+    assert [(e.key, e.is_prefix) for e in entries] == [("dir/", True), ("top", False)]
+    assert entries[1].size == 3 and entries[1].etag
+    assert client.delete_many(bucket, keys) == []
+    assert list(client.list(bucket)) == []
+
+
+def test_copy(client, bucket):
+    client.put(bucket, "src", b"payload")
+    etag = client.copy(bucket, "src", bucket, "dst")
+    assert etag and bytes(client.get(bucket, "dst")) == b"payload"
+    with pytest.raises(FileNotFoundError):
+        client.copy(bucket, "missing", bucket, "dst2")
+
+
+def test_presign(client, bucket):
+    client.put(bucket, "obj", b"presigned bytes")
+    url = client.presign(bucket, "obj", expires_in=60)
+    assert "X-Amz-Signature=" in url
+    assert urllib.request.urlopen(url, timeout=10).read() == b"presigned bytes"
+    put_url = client.presign(bucket, "up", method="PUT", expires_in=60)
+    req = urllib.request.Request(put_url, data=b"via url", method="PUT")
+    urllib.request.urlopen(req, timeout=10).read()
+    assert bytes(client.get(bucket, "up")) == b"via url"
+    with pytest.raises(ValueError):
+        client.presign(bucket, "obj", method="POST")
+    with pytest.raises(brisk.Error):
+        client.presign(bucket, "obj", expires_in=8 * 24 * 3600)
+
+
+def test_buckets(client):
+    name = "b-" + os.urandom(6).hex()
+    client.create_bucket(name)
+    assert name in client.list_buckets()
+    with pytest.raises(brisk.BucketAlreadyExists) as info:
+        client.create_bucket(name)
+    assert isinstance(info.value, FileExistsError)
+    client.put(name, "k", b"x")
+    with pytest.raises(brisk.BucketNotEmpty):
+        client.delete_bucket(name)
+    client.delete(name, "k")
+    client.delete_bucket(name)
+    assert name not in client.list_buckets()
+
+
+def test_invalid_arguments_and_configuration(server):
+    with pytest.raises(brisk.ConfigError):
+        brisk.Client("ftp://127.0.0.1:1")
+    with pytest.raises(ValueError):
+        brisk.Client(server.endpoint, access_key_id="only-the-id")
+    with pytest.raises(ValueError):
+        brisk.Client(server.endpoint, max_memory="12 parsecs")
+    client = server.client()
+    with pytest.raises(brisk.InvalidArgument):
+        client.get("", "k")
+    assert brisk.parse_size("64MiB") == 64 * MiB
+
+
+def test_configuration_from_the_environment(server, bucket, monkeypatch):
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    client = brisk.Client()
+    assert client.endpoint_url.rstrip("/") == server.endpoint
+    client.put(bucket, "env", b"from the environment")
+    assert bytes(client.get(bucket, "env")) == b"from the environment"
+
+
+def test_connection_refused_is_a_connection_error():
+    client = brisk.Client("http://127.0.0.1:9", access_key_id="a", secret_access_key="b", connect_timeout=2)
+    with pytest.raises(brisk.ConnectionFailed) as info:
+        client.get("bucket", "key")
+    assert isinstance(info.value, ConnectionError)
+
+
+# ----- transfers --------------------------------------------------------------------------------
+
+
+def test_upload_and_download_with_progress(client, bucket, tmp_path):
+    src = tmp_path / "src.bin"
+    data = payload(20 * MiB + 3)
+    src.write_bytes(data)
+    calls = []
+    result = client.upload(src, bucket, "big", progress=lambda done, total: calls.append((done, total)))
+    assert result.size == len(data) and result.parts == 3
+    assert calls[-1] == (len(data), len(data))
+    assert all(t == len(data) for _, t in calls)
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+    dst = tmp_path / "dst.bin"
+    calls.clear()
+    assert client.download(bucket, "big", dst, progress=lambda d, t: calls.append((d, t))) == len(data)
+    assert dst.read_bytes() == data
+    assert calls[-1] == (len(data), len(data))
+    assert client.download(bucket, "big", str(tmp_path / "plain.bin")) == len(data)
+
+
+def test_a_slow_progress_callback_does_not_stall_the_transfer(brisk_server, tmp_path):
+    client = brisk_server.client()
+    bucket = "slow-progress-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    src = tmp_path / "src.bin"
+    src.write_bytes(payload(40 * MiB))
+    reports = []
+
+    def slow(done, total):
+        reports.append(done)
+        time.sleep(0.5)
+
+    started = time.monotonic()
+    client.upload(src, bucket, "k", progress=slow)
+    # The transfer ran while the callback slept: far fewer reports than parts, all bounded by 0.5 s
+    # each, and the last one says everything arrived.
+    assert reports[-1] == 40 * MiB
+    assert len(reports) <= max(2, (time.monotonic() - started) / 0.5 + 1)
+
+
+def test_download_failure_leaves_no_file(client, bucket, tmp_path):
+    dst = tmp_path / "never.bin"
+    with pytest.raises(FileNotFoundError):
+        client.download(bucket, "missing", dst)
+    assert not dst.exists() and list(tmp_path.iterdir()) == []
+    with pytest.raises(brisk.LocalFileError):
+        client.upload(tmp_path / "no-such-file", bucket, "k")
+
+
+def test_a_callback_error_stops_the_transfer(client, bucket, tmp_path):
+    src = tmp_path / "src.bin"
+    src.write_bytes(payload(30 * MiB))
+
+    def boom(done, total):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        client.upload(src, bucket, "k", progress=boom)
+
+
+# ----- threads and asyncio ------------------------------------------------------------------------
+
+
+def test_threads_share_one_client_in_parallel(brisk_server):
+    client = brisk_server.client()
+    bucket = "threads-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    data = payload(32 * MiB)
+    client.put(bucket, "obj", data)
+    barrier = threading.Barrier(8)
+    spans: list[tuple[float, float]] = []
+    errors = []
+
+    def worker():
+        try:
+            barrier.wait()
+            t0 = time.monotonic()
+            buf = client.get(bucket, "obj")
+            spans.append((t0, time.monotonic()))
+            assert len(buf) == len(data)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    ticks = 0
+    stop = threading.Event()
+
+    def ticker():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    tick_thread = threading.Thread(target=ticker)
+    tick_thread.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    stop.set()
+    tick_thread.join()
+    assert not errors, errors
+    assert len(spans) == 8
+    # The calls overlap in time: the latest start comes before the earliest end.
+    assert max(s for s, _ in spans) < min(e for _, e in spans)
+    assert ticks > 10, "Python ran while the reads waited on the network"
+
+
+def test_asyncio_variants(client, bucket, tmp_path):
+    data = payload(3 * MiB)
+
+    async def main():
+        await client.put_async(bucket, "a", data)
+        buf = await client.get_async(bucket, "a")
+        assert bytes(buf) == data
+        target = bytearray(len(data))
+        assert await client.get_into_async(bucket, "a", target) == len(data)
+        assert target == data
+        assert bytes(await client.get_range_async(bucket, "a", 5, 10)) == data[5:15]
+        bufs = await client.get_ranges_async(bucket, "a", [0, 100], [10, 10])
+        assert [bytes(b) for b in bufs] == [data[:10], data[100:110]]
+        meta = await client.head_async(bucket, "a")
+        assert meta.size == len(data)
+        await client.copy_async(bucket, "a", bucket, "b")
+        assert [e.key for e in await client.list_async(bucket)] == ["a", "b"]
+        path = tmp_path / "x.bin"
+        assert await client.download_async(bucket, "b", path) == len(data)
+        up = await client.upload_async(path, bucket, "c")
+        assert up.size == len(data)
+        await client.delete_async(bucket, "c")
+        with pytest.raises(brisk.NoSuchKey):
+            await client.get_async(bucket, "c")
+        # Many at once on one loop.
+        results = await asyncio.gather(*(client.get_range_async(bucket, "a", i, 1) for i in range(50)))
+        assert [bytes(r) for r in results] == [data[i : i + 1] for i in range(50)]
+
+    asyncio.run(main())
+
+
+def test_asyncio_cancellation(client, bucket):
+    client.put(bucket, "a", payload(MiB))
+
+    async def main():
+        task = asyncio.ensure_future(client.get_async(bucket, "a"))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The client still works after a cancelled call.
+        assert len(await client.get_async(bucket, "a")) == MiB
+
+    asyncio.run(main())

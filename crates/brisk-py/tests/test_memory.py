@@ -1,0 +1,175 @@
+"""Memory, asserted: what `get` and `get_into` cost the process (RSS of a fresh process, and
+tracemalloc for Python-side allocations), and the memory budget's hold on Buffers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import brisk
+
+MiB = 1024 * 1024
+
+# Run in a fresh interpreter: imports, the runtime and one connection are set up before the
+# measurement (a 1-byte GET), then RSS is read around the one call measured.
+MEASURE = textwrap.dedent(
+    """
+    import json, sys, tracemalloc
+    import numpy as np
+    import brisk
+
+    def rss():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+
+    endpoint, bucket, key, mode = sys.argv[1:5]
+    client = brisk.Client(endpoint, access_key_id="brisktestroot",
+                          secret_access_key="brisk-test-secret-key", region="us-east-1")
+    client.get(bucket, "one-byte")
+    size = client.head(bucket, key).size
+    if mode == "get_into":
+        target = np.ones(size, dtype=np.uint8)  # allocated and touched before the measurement
+    tracemalloc.start()
+    before = rss()
+    if mode == "get":
+        buf = client.get(bucket, key)
+        n = len(buf)
+    else:
+        n = client.get_into(bucket, key, target)
+    after = rss()
+    _, traced_peak = tracemalloc.get_traced_memory()
+    print(json.dumps({"size": size, "n": n, "growth": after - before, "traced_peak": traced_peak}))
+    """
+)
+
+
+def measure(server, bucket, key, mode):
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, server.endpoint, bucket, key, mode],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def big_object(brisk_server, tmp_path_factory):
+    client = brisk_server.client()
+    bucket = "memory-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    client.put(bucket, "one-byte", b"x")
+    path = tmp_path_factory.mktemp("big") / "256MiB.bin"
+    with open(path, "wb") as f:
+        chunk = np.random.default_rng(3).integers(0, 256, 8 * MiB, dtype=np.uint8).tobytes()
+        for _ in range(32):
+            f.write(chunk)
+    client.upload(path, bucket, "256MiB")
+    path.unlink()
+    return bucket, "256MiB"
+
+
+def test_get_grows_the_process_by_the_object_and_no_more(brisk_server, big_object):
+    bucket, key = big_object
+    r = measure(brisk_server, bucket, key, "get")
+    assert r["n"] == r["size"] == 256 * MiB
+    assert r["growth"] <= 1.05 * r["size"], r
+    # No object-sized allocation on the Python side: the bytes live in the Rust buffer.
+    assert r["traced_peak"] < MiB, r
+
+
+def test_get_into_a_preallocated_buffer_grows_the_process_by_almost_nothing(brisk_server, big_object):
+    bucket, key = big_object
+    r = measure(brisk_server, bucket, key, "get_into")
+    assert r["n"] == r["size"]
+    assert r["growth"] < 16 * MiB, r
+    assert r["traced_peak"] < MiB, r
+
+
+def test_buffers_count_against_the_budget_until_released(brisk_server):
+    client = brisk_server.client(max_memory="64MiB")
+    bucket = "budget-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    data = os.urandom(40 * MiB)
+    client.put(bucket, "40MiB", data)
+    assert client.memory()["capacity"] == 64 * MiB
+
+    first = client.get(bucket, "40MiB")
+    assert client.memory()["reserved"] >= 40 * MiB
+
+    # A second 40 MiB does not fit while the first is held: the call waits.
+    done = threading.Event()
+    result = {}
+
+    def second():
+        result["buf"] = client.get(bucket, "40MiB")
+        done.set()
+
+    t = threading.Thread(target=second)
+    t.start()
+    deadline = time.monotonic() + 30
+    while client.memory()["waiting"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert client.memory()["waiting"] == 1
+    assert not done.wait(0.5), "the second get must wait while the first buffer is held"
+
+    # Releasing the first Buffer gives its bytes back; the second get then fits.
+    del first
+    assert done.wait(30), "the second get did not complete after the first buffer was released"
+    t.join()
+    assert bytes(result["buf"]) == data
+    result.clear()
+    assert client.memory()["reserved"] < MiB
+
+
+def test_release_gives_the_bytes_back_at_once(brisk_server):
+    client = brisk_server.client(max_memory="16MiB")
+    bucket = "release-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    client.put(bucket, "k", os.urandom(10 * MiB))
+    buf = client.get(bucket, "k")
+    assert client.memory()["reserved"] >= 10 * MiB
+    buf.release()
+    assert client.memory()["reserved"] < MiB
+    again = client.get(bucket, "k")
+    assert len(again) == 10 * MiB
+
+
+def test_an_object_larger_than_the_budget_fails_at_once(brisk_server):
+    client = brisk_server.client(max_memory="4MiB")
+    bucket = "toolarge-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    client.put(bucket, "k", os.urandom(5 * MiB))
+    with pytest.raises(brisk.MemoryBudgetExceeded) as info:
+        client.get(bucket, "k")
+    assert isinstance(info.value, MemoryError)
+    # get_into needs no budget: the memory is the caller's.
+    target = bytearray(5 * MiB)
+    assert client.get_into(bucket, "k", target) == 5 * MiB
+    with pytest.raises(brisk.MemoryBudgetExceeded):
+        client.get_ranges(bucket, "k", list(range(0, 5 * MiB, 1 * MiB)), MiB)
+    assert client.get_ranges(bucket, "k", list(range(0, 5 * MiB, MiB)), MiB, into=target) == 5 * MiB
+
+
+def test_get_ranges_buffers_go_back_to_the_pool(brisk_server):
+    client = brisk_server.client(max_memory="64MiB")
+    bucket = "pool-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    client.put(bucket, "k", os.urandom(8 * MiB))
+    bufs = client.get_ranges(bucket, "k", list(range(0, 8 * MiB, 256 * 1024)), 256 * 1024)
+    assert client.memory()["reserved"] >= 8 * MiB
+    del bufs
+    # Blocks return to the pool's free lists (still reserved while cached, up to the pool's retention),
+    # and a second batch reuses them without growing the reservation.
+    reserved = client.memory()["reserved"]
+    bufs = client.get_ranges(bucket, "k", list(range(0, 8 * MiB, 256 * 1024)), 256 * 1024)
+    assert client.memory()["reserved"] <= max(reserved, 8 * MiB + MiB)
