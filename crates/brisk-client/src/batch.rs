@@ -114,11 +114,13 @@ impl Default for BatchOptions {
 }
 
 /// Memory the caller owns and lends to one read, such as a region of a Python `bytearray` or numpy
-/// array: the read writes into it in place and gives it back in the completion. Anything that can
-/// be seen as a mutable byte slice and sent to another thread qualifies.
-pub trait LentBuffer: AsRef<[u8]> + AsMut<[u8]> + Send + std::fmt::Debug {}
+/// array, or an [`ExactBuf`](brisk_mem::ExactBuf) of a range's size: the read writes into it in
+/// place and gives it back in the completion, where the caller can take its own type back
+/// (`Box<dyn LentBuffer>` coerces to `Box<dyn Any + Send>` for a downcast). Anything that can be seen
+/// as a mutable byte slice and sent to another thread qualifies.
+pub trait LentBuffer: AsRef<[u8]> + AsMut<[u8]> + Send + std::fmt::Debug + std::any::Any {}
 
-impl<T: AsRef<[u8]> + AsMut<[u8]> + Send + std::fmt::Debug> LentBuffer for T {}
+impl<T: AsRef<[u8]> + AsMut<[u8]> + Send + std::fmt::Debug + std::any::Any> LentBuffer for T {}
 
 /// Where a range is read to.
 #[derive(Debug)]

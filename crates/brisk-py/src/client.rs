@@ -28,7 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::aio;
-use crate::buffer::{Buffer, ReadableBuffer, WritableBuffer};
+use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
 use crate::runtime::{spawn_wait, wait};
 use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
@@ -153,13 +153,40 @@ fn range_specs(
 /// What a batch produced: per range, its completion's bytes or error, in the order given.
 type RangeOutcomes = Vec<Option<Result<(usize, Option<Filled>), brisk_client::Error>>>;
 
-/// Runs `requests` as one batch and returns their outcomes by index.
+/// Where one range of a `get_ranges` call goes.
+enum RangeTarget {
+    /// A region of the caller's `into` buffer.
+    Into(LentSlice),
+    /// A block of the client's pool (ranges up to [`MAX_BLOCK_SIZE`]), taken when the request is sent.
+    Pooled,
+    /// An exact buffer of the range's size (larger ranges), reserved before the batch starts.
+    Exact(usize),
+}
+
+/// Runs the ranges as one batch and returns their outcomes by index.
 async fn run_batch(
     client: brisk_client::Client,
     bucket: String,
-    requests: Vec<ReadRequest>,
+    specs: Vec<(RangeSpec, RangeTarget)>,
     options: BatchOptions,
 ) -> Result<RangeOutcomes, brisk_client::Error> {
+    let mut requests = Vec::with_capacity(specs.len());
+    for (i, (spec, target)) in specs.into_iter().enumerate() {
+        let destination = match target {
+            RangeTarget::Into(lent) => Destination::Lent(Box::new(lent)),
+            RangeTarget::Pooled => Destination::Pooled,
+            RangeTarget::Exact(len) => {
+                Destination::Lent(Box::new(ExactBuf::new(client.memory_budget(), len).await?))
+            }
+        };
+        requests.push(ReadRequest::new(
+            i as u64,
+            spec.key,
+            spec.offset,
+            spec.length,
+            destination,
+        ));
+    }
     let mut outcomes: RangeOutcomes = (0..requests.len()).map(|_| None).collect();
     let mut reader = client.batch_reader(&bucket, options)?;
     reader.submit_all(requests);
@@ -170,19 +197,19 @@ async fn run_batch(
     Ok(outcomes)
 }
 
-/// How many bytes the Buffers of a batch without `into` hold at once: one pooled block per range.
-fn pooled_bytes(specs: &[RangeSpec]) -> PyResult<usize> {
-    let mut total = 0usize;
-    for s in specs {
-        if s.length > MAX_BLOCK_SIZE {
-            return Err(PyValueError::new_err(format!(
-                "a range of {} bytes is larger than a pooled block ({MAX_BLOCK_SIZE} bytes): read it with get_range, or pass into=",
+/// How many bytes the Buffers of a batch without `into` hold at once: a pooled block per range up
+/// to [`MAX_BLOCK_SIZE`], the range's own size above.
+fn held_bytes(specs: &[RangeSpec]) -> usize {
+    specs
+        .iter()
+        .map(|s| {
+            if s.length > MAX_BLOCK_SIZE {
                 s.length
-            )));
-        }
-        total += BufferPool::block_size_for(s.length);
-    }
-    Ok(total)
+            } else {
+                BufferPool::block_size_for(s.length)
+            }
+        })
+        .sum()
 }
 
 /// Turns a batch's outcomes into Python results, raising `RangeErrors` if any range failed.
@@ -202,19 +229,18 @@ fn finish_batch(
                 if with_into {
                     results.append(n)?;
                 } else {
-                    match filled {
-                        Some(Filled::Block(block)) => {
-                            results.append(Py::new(py, Buffer::block(block, n))?)?
+                    let buffer = match filled {
+                        Some(Filled::Block(block)) => Buffer::block(block, n),
+                        Some(Filled::Lent(lent)) => {
+                            let lent: Box<dyn std::any::Any + Send> = lent;
+                            match lent.downcast::<ExactBuf>() {
+                                Ok(exact) => Buffer::exact_prefix(*exact, n),
+                                Err(_) => return Err(lost_buffer(py, index)),
+                            }
                         }
-                        _ => results.append(Py::new(
-                            py,
-                            Buffer::exact(
-                                ExactBuf::try_new(&MemoryBudget::new(0), 0).map_err(|e| {
-                                    errors::to_py(py, brisk_client::Error::Memory(e))
-                                })?,
-                            ),
-                        )?)?,
-                    }
+                        _ => return Err(lost_buffer(py, index)),
+                    };
+                    results.append(Py::new(py, buffer)?)?;
                 }
                 if with_into && n < lengths[index] {
                     // A short range in `into` would leave the next range's bytes where this one's
@@ -278,13 +304,22 @@ fn finish_batch(
     ))
 }
 
-/// Builds the requests of a batch: into lent regions of `into`, one after another, or into pooled
-/// blocks.
-fn batch_requests(
-    specs: &[RangeSpec],
+/// A completed range whose buffer did not come back as the kind it was sent with: a bug in brisk,
+/// reported rather than panicking inside Python.
+fn lost_buffer(py: Python<'_>, index: usize) -> PyErr {
+    errors::plain(
+        py,
+        "Error",
+        format!("range {index} completed without its buffer (please report this as a brisk bug)"),
+    )
+}
+
+/// Decides where each range goes: lent regions of `into`, one after another in the order given,
+/// or pooled blocks and exact buffers.
+fn batch_targets(
+    specs: Vec<RangeSpec>,
     into: Option<&WritableBuffer>,
-) -> PyResult<Vec<ReadRequest>> {
-    let mut start = 0usize;
+) -> PyResult<Vec<(RangeSpec, RangeTarget)>> {
     if let Some(into) = into {
         let needed: usize = specs.iter().map(|s| s.length).sum();
         if into.len() < needed {
@@ -294,25 +329,20 @@ fn batch_requests(
             )));
         }
     }
+    let mut start = 0usize;
     Ok(specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let destination = match into {
+        .into_iter()
+        .map(|s| {
+            let target = match into {
                 Some(into) => {
                     let lent = into.lend(start, s.length);
                     start += s.length;
-                    Destination::Lent(Box::new(lent))
+                    RangeTarget::Into(lent)
                 }
-                None => Destination::Pooled,
+                None if s.length > MAX_BLOCK_SIZE => RangeTarget::Exact(s.length),
+                None => RangeTarget::Pooled,
             };
-            ReadRequest::new(
-                i as u64,
-                Arc::clone(&s.key),
-                s.offset,
-                s.length,
-                destination,
-            )
+            (s, target)
         })
         .collect())
 }
@@ -599,12 +629,12 @@ impl Client {
         let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
         let client = self.inner();
         if into.is_none() {
-            check_fits(py, &client, pooled_bytes(&specs)?)?;
+            check_fits(py, &client, held_bytes(&specs))?;
         }
-        let requests = batch_requests(&specs, into.as_ref())?;
         let lengths: Vec<usize> = specs.iter().map(|s| s.length).collect();
+        let targets = batch_targets(specs, into.as_ref())?;
         let outcomes =
-            spawn_wait(py, run_batch(client, bucket, requests, options), |_| Ok(()))?.py_err(py)?;
+            spawn_wait(py, run_batch(client, bucket, targets, options), |_| Ok(()))?.py_err(py)?;
         finish_batch(py, outcomes, into.is_some(), &lengths)
     }
 
@@ -879,17 +909,14 @@ impl Client {
         let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
         let client = self.inner();
         if into.is_none() {
-            check_fits(py, &client, pooled_bytes(&specs)?)?;
+            check_fits(py, &client, held_bytes(&specs))?;
         }
-        let requests = batch_requests(&specs, into.as_ref())?;
         let lengths: Vec<usize> = specs.iter().map(|s| s.length).collect();
+        let targets = batch_targets(specs, into.as_ref())?;
         let with_into = into.is_some();
         aio::spawn(
             py,
-            async move {
-                let _keep = into;
-                run_batch(client, bucket, requests, options).await
-            },
+            async move { run_batch(client, bucket, targets, options).await },
             move |py, outcomes| finish_batch(py, outcomes, with_into, &lengths),
         )
     }

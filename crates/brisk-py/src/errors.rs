@@ -75,7 +75,13 @@ pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
         Error::ObjectChanged { .. } => plain(py, "ObjectChanged", message),
         Error::ChecksumMismatch { .. } => plain(py, "ChecksumMismatch", message),
         Error::BufferTooSmall { .. } => plain(py, "BufferTooSmall", message),
-        Error::Memory(_) => plain(py, "MemoryBudgetExceeded", message),
+        Error::Memory(_) => plain(
+            py,
+            "MemoryBudgetExceeded",
+            format!(
+                "{message}: give the client a larger budget (brisk.Client(max_memory=...)), or read into a buffer of your own with get_into"
+            ),
+        ),
         Error::ConnectTimeout { .. } => plain(py, "Timeout", message),
         Error::Http(h) if is_timeout(h) => plain(py, "Timeout", message),
         Error::Connect { .. } | Error::TlsHandshake { .. } | Error::Http(_) => {

@@ -514,3 +514,13 @@ def test_asyncio_cancellation(client, bucket):
         assert len(await client.get_async(bucket, "a")) == MiB
 
     asyncio.run(main())
+
+
+def test_get_ranges_larger_than_a_pooled_block(client, bucket):
+    data = payload(20 * MiB)
+    client.put(bucket, "big", data)
+    offsets, lengths = [0, 9 * MiB, 100, 19 * MiB], [9 * MiB, 11 * MiB, 1000, 2 * MiB]
+    bufs = client.get_ranges(bucket, "big", offsets, lengths)
+    assert [len(b) for b in bufs] == [9 * MiB, 11 * MiB, 1000, MiB]
+    for b, o, n in zip(bufs, offsets, lengths):
+        assert bytes(b) == data[o : o + n]
