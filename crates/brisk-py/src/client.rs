@@ -815,16 +815,19 @@ impl Client {
             .py_err(py)
     }
 
+    /// Creates a bucket in the client's region.
     fn create_bucket(&self, py: Python<'_>, bucket: &str) -> PyResult<()> {
         let client = self.inner();
         wait(py, client.create_bucket(bucket))?.py_err(py)
     }
 
+    /// Deletes an empty bucket.
     fn delete_bucket(&self, py: Python<'_>, bucket: &str) -> PyResult<()> {
         let client = self.inner();
         wait(py, client.delete_bucket(bucket))?.py_err(py)
     }
 
+    /// The names of the buckets the credentials own.
     fn list_buckets(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let client = self.inner();
         let buckets = wait(py, client.list_buckets())?.py_err(py)?;
@@ -833,6 +836,7 @@ impl Client {
 
     // ----- asyncio -----------------------------------------------------------------------------
 
+    /// `get` as a coroutine.
     fn get_async<'py>(
         &self,
         py: Python<'py>,
@@ -847,6 +851,7 @@ impl Client {
         )
     }
 
+    /// `get_into` as a coroutine (the buffer is held until it completes).
     #[pyo3(signature = (bucket, key, buffer, *, offset=0, length=None))]
     fn get_into_async<'py>(
         &self,
@@ -875,6 +880,7 @@ impl Client {
         )
     }
 
+    /// `get_range` as a coroutine.
     fn get_range_async<'py>(
         &self,
         py: Python<'py>,
@@ -891,6 +897,7 @@ impl Client {
         )
     }
 
+    /// `get_ranges` as a coroutine.
     #[pyo3(signature = (bucket, key, offsets, lengths, *, into=None, queue_depth=64, connections=None))]
     #[allow(clippy::too_many_arguments)]
     fn get_ranges_async<'py>(
@@ -921,6 +928,7 @@ impl Client {
         )
     }
 
+    /// `head` as a coroutine.
     fn head_async<'py>(
         &self,
         py: Python<'py>,
@@ -935,6 +943,7 @@ impl Client {
         )
     }
 
+    /// `put` as a coroutine (the data is held until it completes).
     #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None))]
     fn put_async<'py>(
         &self,
@@ -959,6 +968,7 @@ impl Client {
         )
     }
 
+    /// `delete` as a coroutine.
     fn delete_async<'py>(
         &self,
         py: Python<'py>,
@@ -973,6 +983,7 @@ impl Client {
         )
     }
 
+    /// `copy` as a coroutine.
     fn copy_async<'py>(
         &self,
         py: Python<'py>,
@@ -999,6 +1010,7 @@ impl Client {
         )
     }
 
+    /// The whole listing as a list, as a coroutine (pages are fetched one after another).
     #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None))]
     fn list_async<'py>(
         &self,
@@ -1034,6 +1046,7 @@ impl Client {
         )
     }
 
+    /// `download` as a coroutine (no progress callback).
     fn download_async<'py>(
         &self,
         py: Python<'py>,
@@ -1050,6 +1063,7 @@ impl Client {
         )
     }
 
+    /// `upload` as a coroutine (no progress callback).
     fn upload_async<'py>(
         &self,
         py: Python<'py>,

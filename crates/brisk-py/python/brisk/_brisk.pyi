@@ -81,9 +81,10 @@ class Client:
     `~/.aws/credentials`.
 
     `max_memory` (bytes, or a string such as "256MiB") is a hard cap on the buffers the client
-    allocates: `get` buffers held by Python, `get_ranges` buffers, transfer parts. A call that needs
-    more than is free waits until Buffers are released (at most `memory_timeout` seconds when
-    given, then `MemoryBudgetExceeded`); a call that needs more than the whole cap fails at once.
+    allocates: `get` buffers held by Python, `get_ranges` buffers, transfer parts. Without it the
+    client shares the process-wide budget (1 GiB). A call that needs more than is free waits until
+    Buffers are released (Ctrl-C interrupts the wait); a call that needs more than the whole cap
+    fails at once with `MemoryBudgetExceeded`.
 
     Every call releases the GIL while it does I/O; one client may be shared by many threads. After
     `fork()` the child rebuilds the client's runtime and connections on first use.
@@ -100,7 +101,6 @@ class Client:
         session_token: str | None = None,
         anonymous: bool = False,
         max_memory: int | str | None = None,
-        memory_timeout: float | None = None,
         max_connections: int | None = None,
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
@@ -135,8 +135,10 @@ class Client:
 
         With `offset=0` and no `length`: the whole object (it must fit: `ValueError` before any
         request if the buffer is read-only or smaller than the object). With an `offset` or a
-        `length`: the bytes `[offset, offset + min(length, len(buffer)))`, fewer at the end of the
-        object; an offset at or past the end is `InvalidRange`."""
+        `length`: the bytes `[offset, offset + (length or len(buffer)))`, fewer at the end of the
+        object; an offset at or past the end is `InvalidRange`. An object larger than the buffer is
+        `BufferTooSmall` (a ValueError) once the response's head arrives, before any byte is
+        written."""
     def get_range(self, bucket: str, key: str, offset: int, length: int) -> Buffer:
         """`length` bytes from `offset` (fewer at the end) in one exact buffer."""
     def get_ranges(
@@ -154,7 +156,9 @@ class Client:
 
         Without `into`: one Buffer per range, in the order given. With `into` (a writable buffer of
         at least `sum(lengths)` bytes): the ranges are written one after another in the order given,
-        straight from the socket, and the total written is returned. `key` may be one key for all
+        straight from the socket, and the total written is returned. Ranges up to 8 MiB land in
+        pooled blocks, larger ones in exact buffers; a batch whose Buffers could never fit the memory
+        budget together fails at once. `key` may be one key for all
         ranges or one per range. Ranges that fail raise `RangeErrors` after the whole batch has run:
         its `errors` maps each failing index to its exception, and its `results` holds what did
         arrive (Buffers, or byte counts with `into`; None where the range failed)."""
@@ -173,7 +177,6 @@ class Client:
         key: str,
         *,
         progress: _Progress | None = None,
-        content_type: str | None = None,
     ) -> UploadResult:
         """Upload a file (one PUT, or multipart from pooled blocks with bounded memory)."""
 
@@ -237,7 +240,13 @@ class Client:
     ) -> Awaitable[list[Buffer] | int]: ...
     def head_async(self, bucket: str, key: str) -> Awaitable[ObjectMeta]: ...
     def put_async(
-        self, bucket: str, key: str, data: _BufferProtocol, *, content_type: str | None = None
+        self,
+        bucket: str,
+        key: str,
+        data: _BufferProtocol,
+        *,
+        content_type: str | None = None,
+        if_none_match: str | None = None,
     ) -> Awaitable[PutResult]: ...
     def delete_async(self, bucket: str, key: str) -> Awaitable[None]: ...
     def copy_async(
