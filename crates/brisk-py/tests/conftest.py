@@ -10,7 +10,9 @@ is `brisk serve` alone (for tests whose subject is not the protocol, such as mem
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -37,6 +39,7 @@ class Server:
     endpoint: str
     process: subprocess.Popen
     data: str
+    log: str | None = None
 
     def env(self) -> dict[str, str]:
         """Environment variables a client (brisk, boto3, fsspec) reads its configuration from."""
@@ -61,6 +64,17 @@ class Server:
             self.process.kill()
             self.process.wait(10)
         shutil.rmtree(self.data, ignore_errors=True)
+        if self.log:
+            os.unlink(self.log)
+
+
+def die_with_parent() -> None:
+    """Runs in the server's process before exec: it gets SIGTERM when the test process dies, however
+    that happens (a killed pytest must not leave servers behind)."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -81,15 +95,17 @@ def brisk_binary() -> Path:
 def start_brisk() -> Server:
     data = tempfile.mkdtemp(prefix="brisk-py-serve-")
     port = free_port()
-    log = open(os.path.join(data + ".log"), "wb")
-    process = subprocess.Popen(
-        [str(brisk_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--root", data,
-         "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--region", "us-east-1"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )
+    log_path = data + ".log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(brisk_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--root", data,
+             "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--region", "us-east-1"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+        )
     endpoint = f"http://127.0.0.1:{port}"
-    wait_for(endpoint + "/", process, "brisk serve")
-    return Server("brisk", endpoint, process, data)
+    wait_for(endpoint + "/", process, "brisk serve", log_path)
+    return Server("brisk", endpoint, process, data, log_path)
 
 
 def start_minio() -> Server:
@@ -104,17 +120,19 @@ def start_minio() -> Server:
         [str(binary), "server", "--quiet", "--address", f"127.0.0.1:{port}",
          "--console-address", "127.0.0.1:0", data],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
+        preexec_fn=die_with_parent,
     )
     endpoint = f"http://127.0.0.1:{port}"
     wait_for(endpoint + "/minio/health/live", process, "MinIO")
     return Server("minio", endpoint, process, data)
 
 
-def wait_for(url: str, process: subprocess.Popen, name: str) -> None:
+def wait_for(url: str, process: subprocess.Popen, name: str, log: str | None = None) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"{name} exited with {process.returncode} while starting")
+            output = open(log).read() if log else ""
+            pytest.fail(f"{name} exited with {process.returncode} while starting\n{output}")
         try:
             urllib.request.urlopen(url, timeout=2)
             return
