@@ -54,7 +54,7 @@ struct Live {
 }
 
 /// A size given as an int or a string such as "256MiB".
-fn size_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
+pub fn size_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<usize> {
     if let Ok(n) = value.extract::<usize>() {
         return Ok(n);
     }
@@ -89,12 +89,52 @@ impl Client {
         live.client.clone()
     }
 
+    /// What `get_ranges` and `get_ranges_async` check and decide before the batch runs.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare_batch(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        offsets: Vec<u64>,
+        lengths: &Bound<'_, PyAny>,
+        into: Option<&Bound<'_, PyAny>>,
+        queue_depth: usize,
+        connections: Option<usize>,
+    ) -> PyResult<(brisk_client::Client, PreparedBatch)> {
+        let specs = range_specs(key, offsets, lengths)?;
+        let options = batch_options(queue_depth, connections)?;
+        let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
+        let client = self.inner();
+        if into.is_none() {
+            check_fits(py, &client, held_bytes(&specs))?;
+        }
+        let lengths = specs.iter().map(|s| s.length).collect();
+        let targets = batch_targets(specs, into.as_ref())?;
+        Ok((
+            client,
+            PreparedBatch {
+                targets,
+                options,
+                lengths,
+                with_into: into.is_some(),
+            },
+        ))
+    }
+
     fn transfer_options(&self, progress: Option<TransferProgress>) -> TransferOptions {
         TransferOptions {
             progress,
             ..self.transfer.clone()
         }
     }
+}
+
+/// A `get_ranges` batch checked and ready to run.
+struct PreparedBatch {
+    targets: Vec<(RangeSpec, RangeTarget)>,
+    options: BatchOptions,
+    lengths: Vec<usize>,
+    with_into: bool,
 }
 
 /// One range of a `get_ranges` call.
@@ -624,18 +664,17 @@ impl Client {
         queue_depth: usize,
         connections: Option<usize>,
     ) -> PyResult<Py<PyAny>> {
-        let specs = range_specs(key, offsets, lengths)?;
-        let options = batch_options(queue_depth, connections)?;
-        let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
-        let client = self.inner();
-        if into.is_none() {
-            check_fits(py, &client, held_bytes(&specs))?;
-        }
-        let lengths: Vec<usize> = specs.iter().map(|s| s.length).collect();
-        let targets = batch_targets(specs, into.as_ref())?;
+        let (client, batch) =
+            self.prepare_batch(py, key, offsets, lengths, into, queue_depth, connections)?;
+        let PreparedBatch {
+            targets,
+            options,
+            lengths,
+            with_into,
+        } = batch;
         let outcomes =
             spawn_wait(py, run_batch(client, bucket, targets, options), |_| Ok(()))?.py_err(py)?;
-        finish_batch(py, outcomes, into.is_some(), &lengths)
+        finish_batch(py, outcomes, with_into, &lengths)
     }
 
     /// Metadata of an object (HEAD).
@@ -709,11 +748,7 @@ impl Client {
             r.total = result.size;
             r.finish(py)?;
         }
-        Ok(UploadResult {
-            etag: result.etag,
-            size: result.size,
-            parts: result.parts,
-        })
+        Ok(result.into())
     }
 
     // ----- writes and the rest -----------------------------------------------------------------
@@ -911,16 +946,14 @@ impl Client {
         queue_depth: usize,
         connections: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let specs = range_specs(key, offsets, lengths)?;
-        let options = batch_options(queue_depth, connections)?;
-        let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
-        let client = self.inner();
-        if into.is_none() {
-            check_fits(py, &client, held_bytes(&specs))?;
-        }
-        let lengths: Vec<usize> = specs.iter().map(|s| s.length).collect();
-        let targets = batch_targets(specs, into.as_ref())?;
-        let with_into = into.is_some();
+        let (client, batch) =
+            self.prepare_batch(py, key, offsets, lengths, into, queue_depth, connections)?;
+        let PreparedBatch {
+            targets,
+            options,
+            lengths,
+            with_into,
+        } = batch;
         aio::spawn(
             py,
             async move { run_batch(client, bucket, targets, options).await },
@@ -1076,17 +1109,7 @@ impl Client {
         aio::spawn(
             py,
             async move { client.upload(&bucket, &key, &path, options).await },
-            |py, r| {
-                Ok(Py::new(
-                    py,
-                    UploadResult {
-                        etag: r.etag,
-                        size: r.size,
-                        parts: r.parts,
-                    },
-                )?
-                .into_any())
-            },
+            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
         )
     }
 }

@@ -20,11 +20,7 @@ pub mod types;
 /// Bytes from an int or a size such as "64MiB".
 #[pyfunction]
 fn parse_size(value: &Bound<'_, PyAny>) -> PyResult<usize> {
-    if let Ok(n) = value.extract::<usize>() {
-        return Ok(n);
-    }
-    let text: String = value.extract()?;
-    brisk_mem::parse_size(&text).map_err(pyo3::exceptions::PyValueError::new_err)
+    client::size_arg(value, "size")
 }
 
 #[pymodule]

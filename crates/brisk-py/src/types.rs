@@ -238,3 +238,13 @@ impl UploadResult {
         )
     }
 }
+
+impl From<brisk_client::UploadResult> for UploadResult {
+    fn from(r: brisk_client::UploadResult) -> Self {
+        Self {
+            etag: r.etag,
+            size: r.size,
+            parts: r.parts,
+        }
+    }
+}
