@@ -1,0 +1,629 @@
+#!/usr/bin/env python3
+"""The Python package next to the Python clients people use: brisk against obstore, boto3 and s3fs,
+each client in its own fresh process, against one `brisk serve`.
+
+Run through `bench/python.sh` (which makes the pinned venvs, installs the package and builds the
+server); by hand:
+
+    .bench-venv/bin/python bench/python_clients.py run [--quick] [--repeats N] [--cases get,random,upload]
+                           [--depths 1,8,64,128] [--duration S] [--clients brisk-get,obstore,...]
+    .bench-venv/bin/python bench/python_clients.py table bench/results/python-brisk-DATE.tsv
+    PYTHON bench/python_clients.py drive CLIENT CASE ENDPOINT BUCKET KEY SIZE DEPTH SECONDS [FILE]
+
+`run` starts ONE server (`brisk serve`, fsync on; compare.py's start/stop), writes a 1 GiB object
+(64 MiB with --quick) and a 1-byte one, then runs every case with every client, REPEATS times, the
+clients in a rotated order in each repeat; round 1 is a warm-up, measured but left out of the medians
+(the first processes after the upload pay the kernel's page reclaim). Cases and clients:
+
+  get      the whole object into memory, once per fresh process:
+             brisk-get       client.get(bucket, key) -> brisk.Buffer (one exact-size allocation)
+             brisk-get_into  client.get_into(bucket, key, array): a numpy array allocated and written
+                             once before the window (a reused buffer, as a loop over objects has)
+             obstore         obstore.get(store, key).bytes()
+             boto3           get_object()["Body"].read()
+             s3fs            S3FileSystem().cat_file(path)
+  random   random block-aligned 256 KiB ranges at queue depth 1, 8, 64 and 128, for DURATION seconds:
+             brisk-ranges    client.get_ranges(offsets, lengths, queue_depth=QD): batches of
+                             BATCH(QD) ranges, each batch's Buffers held until the batch is done
+                             (what a data loader holding one batch of samples does)
+             brisk-into      the same batches with into= one numpy array reused by every batch
+             obstore-ranges  obstore.get_ranges(store, key, starts, lengths), the same batches
+             obstore-tasks   QD asyncio tasks, each looping get_range_async (a semaphore of QD)
+             boto3           QD threads (max_pool_connections=QD), each looping
+                             get_object(Range=...)["Body"].read()
+             s3fs-ranges     fs.cat_ranges(paths, starts, ends, batch_size=QD), the same batches
+             s3fs-open       QD threads, each with its own fs.open(path) file (s3fs's defaults:
+                             block_size 50 MiB, "readahead" cache) doing seek() + read(256 KiB);
+                             at QD 1 and 8 only (S3FS_OPEN_MAX_DEPTH): each read fetches 50 MiB, so
+                             64 threads' first reads alone would move 3.2 GiB past the window
+  upload   a 1 GiB file (64 MiB with --quick) from the page cache:
+             brisk-upload    client.upload(path, bucket, key) (8 MiB parts, 4 in flight)
+             obstore         obstore.put(store, key, Path) (5 MiB parts, 12 in flight)
+             boto3           upload_file (8 MiB parts, 10 threads)
+             s3fs            fs.put_file (50 MiB parts)
+
+What is measured, and from where:
+  - inside the driver, around the measured operation only (after imports, client set-up and, for
+    random reads, the object's HEAD): wall time, CPU (user + sys from getrusage(RUSAGE_SELF)),
+    VmRSS just before and VmHWM just after (/proc/self/status): the process's growth while it ran;
+  - from outside: peak RSS of the whole process (`/usr/bin/time -v`), and the server's CPU (utime +
+    stime of its /proc/<pid>/stat before and after).
+Every figure is per process and the table gives medians over the repeats after the warm-up.
+
+boto3 and obstore come from .bench-venv (bench/venv.sh pins them); s3fs runs in .bench-venv-s3fs
+(its aiobotocore pins an older botocore than boto3 1.44 wants), with `--s3fs-python`.
+Writes bench/results/python-SERVER-DATE.{tsv,json,md}.
+"""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import shlex  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+# The server, environment and /usr/bin/time helpers of bench/compare.py (no third-party imports at
+# load time, so that the s3fs venv can load it too).
+_spec = importlib.util.spec_from_file_location("compare", os.path.join(_HERE, "compare.py"))
+compare = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare)
+
+ROOT = compare.ROOT
+BUCKET = "python"
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+BLOCK = 256 * KIB
+SEED = 0x5EED
+CLIENTS = {
+    "get": ("brisk-get", "brisk-get_into", "obstore", "boto3", "s3fs"),
+    "random": ("brisk-ranges", "brisk-into", "obstore-ranges", "obstore-tasks", "boto3", "s3fs-ranges",
+               "s3fs-open"),
+    "upload": ("brisk-upload", "obstore", "boto3", "s3fs"),
+}
+LABELS = {
+    ("get", "brisk-get"): "brisk `get` -> `Buffer`",
+    ("get", "brisk-get_into"): "brisk `get_into` (reused numpy array)",
+    ("get", "obstore"): "obstore `get().bytes()`",
+    ("get", "boto3"): 'boto3 `get_object()["Body"].read()`',
+    ("get", "s3fs"): "s3fs `cat_file`",
+    ("random", "brisk-ranges"): "brisk `get_ranges` -> `Buffer`s",
+    ("random", "brisk-into"): "brisk `get_ranges(into=array)`",
+    ("random", "obstore-ranges"): "obstore `get_ranges`",
+    ("random", "obstore-tasks"): "obstore QD tasks x `get_range_async`",
+    ("random", "boto3"): "boto3, QD threads",
+    ("random", "s3fs-ranges"): "s3fs `cat_ranges(batch_size=QD)`",
+    ("random", "s3fs-open"): "s3fs QD threads x `open().read()`",
+    ("upload", "brisk-upload"): "brisk `upload`",
+    ("upload", "obstore"): "obstore `put(store, key, Path)`",
+    ("upload", "boto3"): "boto3 `upload_file`",
+    ("upload", "s3fs"): "s3fs `put_file`",
+}
+FULL_SIZE, QUICK_SIZE = GIB, 64 * MIB
+FULL_DEPTHS, QUICK_DEPTHS = (1, 8, 64, 128), (8, 64)
+FULL_DURATION, QUICK_DURATION = 5.0, 1.0
+RUN_SLACK_S = 120
+S3FS_OPEN_MAX_DEPTH = 8
+
+
+def batch_ranges(depth):
+    """Ranges per batch for the batch APIs: eight queue depths, so the batch's tail (fewer than QD
+    left in flight) is a small part of it; at least 64, at most 1,024 (256 MiB of results)."""
+    return min(max(8 * depth, 64), 1024)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Drivers: what runs inside one measured process. Each returns (operations, bytes); the frame around
+# it measures wall time, CPU and memory and prints one JSON line.
+
+
+def status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def brisk_client(endpoint):
+    import brisk
+
+    return brisk.Client(endpoint, addressing_style="path")
+
+
+def obstore_store(endpoint, bucket, size):
+    from obstore.store import S3Store
+
+    return S3Store(bucket, endpoint=endpoint, region=compare.REGION, access_key_id=compare.ACCESS_KEY,
+                   secret_access_key=compare.SECRET_KEY, virtual_hosted_style_request=False,
+                   # obstore's default request timeout is 30 s.
+                   client_options={"allow_http": True, "timeout": f"{compare.run_timeout(size)}s"})
+
+
+def s3fs_filesystem(endpoint):
+    import s3fs
+
+    return s3fs.S3FileSystem(endpoint_url=endpoint, key=compare.ACCESS_KEY, secret=compare.SECRET_KEY,
+                             client_kwargs={"region_name": compare.REGION},
+                             config_kwargs={"s3": {"addressing_style": "path"}})
+
+
+class Measured:
+    """The measured window: wall time, getrusage CPU, RSS before and the high-water mark after."""
+
+    def __enter__(self):
+        self.rss_before = status_kib("VmRSS")
+        self.ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.started = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.started
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.cpu = (ru.ru_utime - self.ru.ru_utime) + (ru.ru_stime - self.ru.ru_stime)
+        self.hwm_after = status_kib("VmHWM")
+        return False
+
+
+def get_whole(client, endpoint, bucket, key, size):
+    """Set-up outside the window, then a callable that does the one measured GET."""
+    if client == "brisk-get":
+        c = brisk_client(endpoint)
+        return lambda: len(c.get(bucket, key))
+    if client == "brisk-get_into":
+        import numpy as np
+
+        c = brisk_client(endpoint)
+        array = np.empty(size, dtype=np.uint8)
+        array.fill(1)  # written once: a buffer reused from a previous object
+        return lambda: c.get_into(bucket, key, array)
+    if client == "obstore":
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+        return lambda: len(obstore.get(store, key).bytes())
+    if client == "boto3":
+        s3 = compare.boto3_client(endpoint)
+        return lambda: len(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    if client == "s3fs":
+        fs = s3fs_filesystem(endpoint)
+        return lambda: len(fs.cat_file(f"{bucket}/{key}"))
+    raise ValueError(client)
+
+
+def upload_file(client, endpoint, bucket, key, size, path):
+    if client == "brisk-upload":
+        c = brisk_client(endpoint)
+        return lambda: (c.upload(path, bucket, key), size)[1]
+    if client == "obstore":
+        import pathlib
+
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+        return lambda: (obstore.put(store, key, pathlib.Path(path)), size)[1]
+    if client == "boto3":
+        s3 = compare.boto3_client(endpoint)
+        return lambda: (s3.upload_file(path, bucket, key), size)[1]
+    if client == "s3fs":
+        fs = s3fs_filesystem(endpoint)
+        return lambda: (fs.put_file(path, f"{bucket}/{key}"), size)[1]
+    raise ValueError(client)
+
+
+def random_offsets(rng, blocks, n):
+    return [rng.randrange(blocks) * BLOCK for _ in range(n)]
+
+
+def random_reads(client, endpoint, bucket, key, size, depth, seconds):
+    """Set-up outside the window, then a callable reading random blocks for `seconds`; it returns
+    (reads, bytes)."""
+    blocks = size // BLOCK
+    batch = batch_ranges(depth)
+    rng = random.Random(SEED)
+
+    def batches(read_batch):
+        def run():
+            reads = got = 0
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                got += read_batch(random_offsets(rng, blocks, batch))
+                reads += batch
+            return reads, got
+        return run
+
+    if client == "brisk-ranges":
+        c = brisk_client(endpoint)
+        c.head(bucket, key)  # the connection and the object, before the window
+
+        def read_batch(offsets):
+            buffers = c.get_ranges(bucket, key, offsets, BLOCK, queue_depth=depth)
+            n = sum(len(b) for b in buffers)
+            del buffers  # the batch's blocks go back to the pool
+            return n
+        return batches(read_batch)
+    if client == "brisk-into":
+        import numpy as np
+
+        c = brisk_client(endpoint)
+        c.head(bucket, key)
+        array = np.empty(batch * BLOCK, dtype=np.uint8)
+        return batches(lambda offsets: c.get_ranges(bucket, key, offsets, BLOCK, into=array, queue_depth=depth))
+    if client == "obstore-ranges":
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+        obstore.head(store, key)
+        return batches(lambda offsets: sum(len(b) for b in obstore.get_ranges(
+            store, key, starts=offsets, lengths=[BLOCK] * len(offsets))))
+    if client == "s3fs-ranges":
+        fs = s3fs_filesystem(endpoint)
+        path = f"{bucket}/{key}"
+        fs.info(path)
+        return batches(lambda offsets: sum(len(b) for b in fs.cat_ranges(
+            [path] * len(offsets), offsets, [o + BLOCK for o in offsets], batch_size=depth)))
+    if client == "obstore-tasks":
+        import asyncio
+
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+        obstore.head(store, key)
+
+        def run():
+            counts = [0, 0]
+
+            async def worker(seed, deadline):
+                r = random.Random(seed)
+                while time.monotonic() < deadline:
+                    off = r.randrange(blocks) * BLOCK
+                    n = len(await obstore.get_range_async(store, key, start=off, length=BLOCK))
+                    counts[0] += 1  # after the await: a `+=` across it would lose other tasks' updates
+                    counts[1] += n
+
+            async def main():
+                deadline = time.monotonic() + seconds
+                await asyncio.gather(*(worker(SEED + i, deadline) for i in range(depth)))
+
+            asyncio.run(main())
+            return tuple(counts)
+        return run
+    if client in ("boto3", "s3fs-open"):
+        if client == "boto3":
+            from botocore.config import Config
+
+            import boto3
+
+            s3 = boto3.client("s3", endpoint_url=endpoint,
+                              config=Config(s3={"addressing_style": "path"}, max_pool_connections=depth))
+            s3.head_object(Bucket=bucket, Key=key)
+
+            def reader():
+                def read(off):
+                    return len(s3.get_object(Bucket=bucket, Key=key,
+                                             Range=f"bytes={off}-{off + BLOCK - 1}")["Body"].read())
+                return read, lambda: None
+        else:
+            fs = s3fs_filesystem(endpoint)
+            path = f"{bucket}/{key}"
+            fs.info(path)
+
+            def reader():
+                f = fs.open(path, "rb")
+
+                def read(off):
+                    f.seek(off)
+                    return len(f.read(BLOCK))
+                return read, f.close
+
+        def run():
+            from concurrent.futures import ThreadPoolExecutor
+
+            deadline = time.monotonic() + seconds
+
+            def worker(seed):
+                r = random.Random(seed)
+                read, close = reader()
+                reads = got = 0
+                while time.monotonic() < deadline:
+                    got += read(r.randrange(blocks) * BLOCK)
+                    reads += 1
+                close()
+                return reads, got
+
+            with ThreadPoolExecutor(max_workers=depth) as pool:
+                results = list(pool.map(worker, range(SEED, SEED + depth)))
+            return sum(r for r, _ in results), sum(g for _, g in results)
+        return run
+    raise ValueError(client)
+
+
+def drive(client, case, endpoint, bucket, key, size, depth, seconds, path=None):
+    size, depth, seconds = int(size), int(depth), float(seconds)
+    if case == "get":
+        op = get_whole(client, endpoint, bucket, key, size)
+    elif case == "upload":
+        op = upload_file(client, endpoint, bucket, key, size, path)
+    else:
+        op = random_reads(client, endpoint, bucket, key, size, depth, seconds)
+    with Measured() as m:
+        result = op()
+    ops, moved = result if isinstance(result, tuple) else (1, result)
+    print(json.dumps({"ops": ops, "bytes": moved, "seconds": m.seconds, "cpu_s": m.cpu,
+                      "rss_before_kib": m.rss_before, "hwm_after_kib": m.hwm_after}), flush=True)
+    os._exit(0)  # no interpreter teardown (client threads): the window is over
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run.
+
+
+def measure(server, python, client, case, key, size, depth, seconds, path=None):
+    row = {"server": server.kind, "case": case, "client": client, "size": size, "depth": depth}
+    cmd = ["/usr/bin/time", "-v", python, os.path.abspath(__file__), "drive", client, case, server.endpoint,
+           BUCKET, key, str(size), str(depth), str(seconds)] + ([path] if path else [])
+    timeout = compare.run_timeout(size) + seconds + RUN_SLACK_S
+    cpu0 = server.cpu_seconds()
+    try:
+        proc = subprocess.run(cmd, env=compare.client_env(server.endpoint), capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**row, "status": f"timed out after {timeout:.0f} s"}
+    row["server_cpu_s"] = server.cpu_seconds() - cpu0
+    if proc.returncode != 0:
+        said = " ".join(proc.stderr.split("\tCommand being timed:")[0].strip().splitlines()[-3:])
+        return {**row, "status": f"exit {proc.returncode}: {said[-300:]}"}
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        outside = compare.parse_time_v(proc.stderr)
+    except (IndexError, ValueError, KeyError) as e:
+        return {**row, "status": f"unreadable output: {e}"}
+    row.update(ops=out["ops"], bytes=out["bytes"], seconds=out["seconds"], cpu_s=out["cpu_s"],
+               growth_kib=out["hwm_after_kib"] - out["rss_before_kib"], max_rss_kib=outside["max_rss_kib"])
+    expected = out["ops"] * BLOCK if case == "random" else size
+    if out["bytes"] != expected or out["ops"] == 0:
+        return {**row, "status": f"moved {out['bytes']} bytes in {out['ops']} operations, expected {expected}"}
+    return {**row, "status": "ok"}
+
+
+TSV_FIELDS = ("server", "case", "client", "size", "depth", "repeat", "status", "ops", "bytes", "seconds",
+              "cpu_s", "growth_kib", "max_rss_kib", "server_cpu_s")
+
+
+def host_line():
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
+    return f"{model}, {os.cpu_count()} CPUs, THP {thp}, kernel {os.uname().release}"
+
+
+def run(args):
+    size = compare.parse_size(args.size) if args.size else (QUICK_SIZE if args.quick else FULL_SIZE)
+    depths = tuple(int(d) for d in args.depths.split(",")) if args.depths else (
+        QUICK_DEPTHS if args.quick else FULL_DEPTHS)
+    seconds = args.duration or (QUICK_DURATION if args.quick else FULL_DURATION)
+    repeats = args.repeats or (2 if args.quick else 4)
+    cases = args.cases.split(",")
+    for case in cases:
+        if case not in CLIENTS:
+            sys.exit(f"unknown case {case!r}: one of {', '.join(CLIENTS)}")
+    wanted = set(args.clients.split(",")) if args.clients else None
+    pythons = {"s3fs": args.s3fs_python or os.path.join(ROOT, ".bench-venv-s3fs/bin/python")}
+    if not os.access(pythons["s3fs"], os.X_OK):
+        sys.exit(f"s3fs's Python {pythons['s3fs']} not found (bench/python.sh makes .bench-venv-s3fs)")
+
+    os.makedirs(args.scratch, exist_ok=True)
+    work = os.path.join(args.scratch, f"python-{os.getpid()}")
+    os.makedirs(work)
+    source = os.path.join(work, "source")
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+    meta = {"command": args.command_line, "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "host": host_line(), "server": "brisk", "repeats": repeats, "size": size, "depths": list(depths),
+            "seconds": seconds, "load_before": open("/proc/loadavg").read().split()[:3],
+            "versions": versions(pythons["s3fs"])}
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out, f"python-brisk-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
+    rows = []
+    partial = open(stem + ".partial.tsv", "w")
+    partial.write(f"# {json.dumps(meta)}\n" + "\t".join(TSV_FIELDS) + "\n")
+    server = compare.Server("brisk", os.path.join(work, "data"), None)
+    try:
+        import brisk
+
+        c = brisk.Client(server.endpoint, addressing_style="path", access_key_id=compare.ACCESS_KEY,
+                         secret_access_key=compare.SECRET_KEY, region=compare.REGION)
+        c.create_bucket(BUCKET)
+        compare.write_random_file(source, size)
+        c.upload(source, BUCKET, "object")
+        print(f"brisk serve on {server.endpoint}; {meta['host']}", file=sys.stderr)
+        for rep in range(repeats):
+            for case in cases:
+                clients = [n for n in CLIENTS[case] if wanted is None or n in wanted]
+                order = clients[rep % len(clients):] + clients[: rep % len(clients)]
+                points = depths if case == "random" else (0,)
+                for depth in points:
+                    for client in order:
+                        if client == "s3fs-open" and depth > S3FS_OPEN_MAX_DEPTH:
+                            continue
+                        python = pythons["s3fs"] if client.startswith("s3fs") else sys.executable
+                        key = f"upload-{client}" if case == "upload" else "object"
+                        row = measure(server, python, client, case, key, size, depth, seconds,
+                                      source if case == "upload" else None)
+                        row["repeat"] = rep + 1
+                        rows.append(row)
+                        if case == "upload":
+                            c.delete(BUCKET, key)
+                        partial.write(compare.tsv_line(row, TSV_FIELDS))
+                        partial.flush()
+                        print(progress_line(row), file=sys.stderr)
+    finally:
+        server.close()
+        shutil.rmtree(work, ignore_errors=True)
+    meta["load_after"] = open("/proc/loadavg").read().split()[:3]
+    partial.close()
+    os.unlink(stem + ".partial.tsv")
+    compare.write_tsv(stem + ".tsv", meta, rows, TSV_FIELDS)
+    with open(stem + ".json", "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    text = tables(meta, rows)
+    with open(stem + ".md", "w") as f:
+        f.write(text)
+    print(text)
+    print(f"rows in {stem}.tsv; tables in {stem}.md", file=sys.stderr)
+
+
+def versions(s3fs_python):
+    import boto3
+    import brisk  # noqa: F401
+    import numpy
+    import obstore
+
+    found = {"python": sys.version.split()[0], "obstore": obstore.__version__, "boto3": boto3.__version__,
+             "numpy": numpy.__version__}
+    out = subprocess.run([s3fs_python, "-c", "import s3fs, botocore; print(s3fs.__version__, botocore.__version__)"],
+                         capture_output=True, text=True).stdout.split()
+    if len(out) == 2:
+        found["s3fs"], found["s3fs's botocore"] = out
+    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    found["brisk"] = git.stdout.strip()
+    return found
+
+
+def progress_line(row):
+    what = f"{row['repeat']} {row['case']}{'@' + str(row['depth']) if row['case'] == 'random' else ''} {row['client']}"
+    if row["status"] != "ok":
+        return f"{what}: {row['status']}"
+    gib = row["bytes"] / GIB
+    return (f"{what}: {row['ops'] / row['seconds']:.0f} op/s, {gib / row['seconds']:.2f} GiB/s, "
+            f"{row['cpu_s'] / gib:.2f} CPU s/GiB, growth {row['growth_kib'] / 1024:.0f} MiB, "
+            f"peak {row['max_rss_kib'] / 1024:.0f} MiB")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tables: medians over the repeats after the warm-up round.
+
+
+def tables(meta, rows):
+    warmup = 1 if meta["repeats"] > 1 else 0
+    groups, failed = {}, {}
+    for r in rows:
+        if r["repeat"] <= warmup:
+            continue
+        key = (r["case"], r["client"], r["depth"])
+        if r["status"] == "ok":
+            groups.setdefault(key, []).append(r)
+        else:
+            failed.setdefault(key, []).append(r["status"])
+
+    def med(runs, f):
+        return statistics.median(f(r) for r in runs)
+
+    def note(key):
+        if key not in failed:
+            return ""
+        return f" ({len(failed[key])} run(s) failed: {failed[key][0][:120]})"
+
+    size = meta["size"]
+    size_text = compare.size_label(size)
+    out = [f"Command: `{meta['command']}`", "",
+           f"Host: {meta['host']}. {meta['started']}, {meta['repeats']} rounds, the first a warm-up; medians "
+           f"of the other {meta['repeats'] - warmup}. Load average before {' '.join(meta['load_before'])}, "
+           f"after {' '.join(meta.get('load_after', ['?']))}. Versions: "
+           + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", ""]
+
+    def whole_table(case, title):
+        out.extend([title, "",
+                    "| client | GiB/s | client CPU s/GiB | RSS growth / object | peak RSS MiB | server CPU s/GiB |",
+                    "|---|---|---|---|---|---|"])
+        for client in CLIENTS[case]:
+            key = (case, client, 0)
+            runs = groups.get(key)
+            if not runs:
+                if key in failed:
+                    out.append(f"| {LABELS[(case, client)]} | failed{note(key)} | | | | |")
+                continue
+            gib = size / GIB
+            out.append(f"| {LABELS[(case, client)]} | {med(runs, lambda r: gib / r['seconds']):.2f} | "
+                       f"{med(runs, lambda r: r['cpu_s']) / gib:.2f} | "
+                       f"{med(runs, lambda r: r['growth_kib']) * KIB / size:.2f} | "
+                       f"{med(runs, lambda r: r['max_rss_kib']) / 1024:.0f} | "
+                       f"{med(runs, lambda r: r['server_cpu_s']) / gib:.2f}{note(key)} |")
+        out.append("")
+
+    if any(r["case"] == "get" for r in rows):
+        whole_table("get", f"The whole {size_text} object into memory. RSS growth: the process's high-water "
+                    "mark after the call less its RSS before it, per object byte (`get_into`'s array is "
+                    "allocated and written before).")
+    if any(r["case"] == "random" for r in rows):
+        out.extend([f"Random {BLOCK // KIB} KiB ranges of the {size_text} object, {meta['seconds']:.0f} s per "
+                    "run. Batch APIs read batches of 8 x QD ranges (64 to 1,024). CPU and bytes are the "
+                    "client's own, inside the window.", "",
+                    "| client | QD | IOPS | MiB/s | client CPU s/GiB | peak RSS MiB | server CPU s/GiB |",
+                    "|---|---|---|---|---|---|---|"])
+        for depth in meta["depths"]:
+            for client in CLIENTS["random"]:
+                key = ("random", client, depth)
+                runs = groups.get(key)
+                if not runs:
+                    if key in failed:
+                        out.append(f"| {LABELS[('random', client)]} | {depth} | failed{note(key)} | | | | |")
+                    continue
+                out.append(
+                    f"| {LABELS[('random', client)]} | {depth} | {med(runs, lambda r: r['ops'] / r['seconds']):,.0f} | "
+                    f"{med(runs, lambda r: r['bytes'] / MIB / r['seconds']):,.0f} | "
+                    f"{med(runs, lambda r: r['cpu_s'] / (r['bytes'] / GIB)):.2f} | "
+                    f"{med(runs, lambda r: r['max_rss_kib']) / 1024:.0f} | "
+                    f"{med(runs, lambda r: r['server_cpu_s'] / (r['bytes'] / GIB)):.2f}{note(key)} |")
+        out.append("")
+    if any(r["case"] == "upload" for r in rows):
+        whole_table("upload", f"Upload of a {size_text} file (in the page cache).")
+    return "\n".join(out)
+
+
+def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "drive":
+        if len(sys.argv) not in (10, 11):
+            sys.exit("usage: python_clients.py drive CLIENT CASE ENDPOINT BUCKET KEY SIZE DEPTH SECONDS [FILE]")
+        drive(*sys.argv[2:])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "table":
+        meta, rows = compare.read_tsv(sys.argv[2], ints=("size", "depth", "repeat", "ops", "bytes", "growth_kib",
+                                                         "max_rss_kib"),
+                                      floats=("seconds", "cpu_s", "server_cpu_s"))
+        print(tables(meta, rows))
+        return
+    ap = argparse.ArgumentParser(description="brisk's Python package next to obstore, boto3 and s3fs")
+    sub = ap.add_subparsers(dest="mode", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--quick", action="store_true", help="a 64 MiB object, QD 8 and 64, 1 s, 2 rounds")
+    r.add_argument("--size", help="object and file size (default 1GiB)")
+    r.add_argument("--depths", help="queue depths for random reads (default 1,8,64,128)")
+    r.add_argument("--duration", type=float, help="seconds per random-read run (default 5)")
+    r.add_argument("--repeats", type=int, help="rounds, the first a warm-up (default 4)")
+    r.add_argument("--cases", default="get,random,upload")
+    r.add_argument("--clients", help="only these client names (default all of each case)")
+    r.add_argument("--s3fs-python", help="the Python with s3fs (default .bench-venv-s3fs/bin/python)")
+    r.add_argument("--scratch", default="/work/scratch-compare")
+    r.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    r.add_argument("--command-line", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if not args.command_line:
+        args.command_line = shlex.join(["bench/python_clients.py", *sys.argv[1:]])
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
