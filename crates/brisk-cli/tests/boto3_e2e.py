@@ -210,6 +210,32 @@ md5s = hashlib.md5(hashlib.md5(part1).digest() + hashlib.md5(body[:1234]).digest
 check(done["ETag"] == f'"{md5s}-2"', f"multipart ETag {done['ETag']}")
 whole = s3.get_object(Bucket="e2e-bucket", Key="big")
 check(whole["Body"].read() == part1 + body[:1234] and whole["Metadata"] == {"m": "1"}, "multipart object")
+# Multipart checksums, combined from the parts' checksums at completion, as S3 does: COMPOSITE is the
+# checksum of the concatenated part checksums with "-<parts>", FULL_OBJECT the CRC of the whole object.
+def crc32_b64(data):
+    return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+
+
+sum1, sum2 = os.urandom(5 << 20), os.urandom(777)
+raw = b"".join(zlib.crc32(d).to_bytes(4, "big") for d in (sum1, sum2))
+expected = {"COMPOSITE": crc32_b64(raw) + "-2", "FULL_OBJECT": crc32_b64(sum1 + sum2)}
+for kind, value in expected.items():
+    mkey = f"mp-sum-{kind}"
+    mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key=mkey, ChecksumAlgorithm="CRC32",
+                                     ChecksumType=kind)["UploadId"]
+    sent = []
+    for number, data in ((1, sum1), (2, sum2)):
+        r = s3.upload_part(Bucket="e2e-bucket", Key=mkey, UploadId=mid, PartNumber=number, Body=data,
+                           ChecksumAlgorithm="CRC32")
+        check(r.get("ChecksumCRC32") == crc32_b64(data), f"{kind}: part {number}'s CRC32")
+        sent.append({"PartNumber": number, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+    done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key=mkey, UploadId=mid,
+                                        MultipartUpload={"Parts": sent})
+    check(done.get("ChecksumCRC32") == value and done.get("ChecksumType") == kind,
+          f"{kind}: CompleteMultipartUpload answers {done.get('ChecksumCRC32')} {done.get('ChecksumType')}, want {value}")
+    h = s3.head_object(Bucket="e2e-bucket", Key=mkey, ChecksumMode="ENABLED")
+    check(h.get("ChecksumCRC32") == value and h.get("ChecksumType") == kind,
+          f"{kind}: HeadObject returns {h.get('ChecksumCRC32')} {h.get('ChecksumType')}")
 p2 = s3.get_object(Bucket="e2e-bucket", Key="big", PartNumber=2)
 check(p2["Body"].read() == body[:1234] and p2["PartsCount"] == 2, "GetObject partNumber")
 ab = s3.create_multipart_upload(Bucket="e2e-bucket", Key="aborted")["UploadId"]

@@ -784,16 +784,41 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
             .store
             .complete_multipart_upload(&bucket, &key, &upload_id, &parts, None)
     })?;
+    let (checksums, checksum_type) = completed_checksum(info.checksum.as_ref());
     let doc = CompleteMultipartUploadResult {
         location: format!("/{bucket}/{key}"),
         bucket,
         key,
         etag: info.etag,
-        checksums: ChecksumFields::default(),
-        checksum_type: None,
+        checksums,
+        checksum_type,
     };
     x.begin(200, request_id);
     x.send_xml(&doc).await
+}
+
+/// The completed object's checksum as CompleteMultipartUploadResult shows it.
+fn completed_checksum(
+    checksum: Option<&Checksum>,
+) -> (ChecksumFields, Option<brisk_wire::checksum::ChecksumType>) {
+    use brisk_wire::checksum::{ChecksumAlgorithm as W, ChecksumType as WireType};
+    let mut fields = ChecksumFields::default();
+    let Some(c) = checksum else {
+        return (fields, None);
+    };
+    let algorithm = match c.algorithm {
+        crate::store::ChecksumAlgorithm::Crc32 => W::Crc32,
+        crate::store::ChecksumAlgorithm::Crc32c => W::Crc32c,
+        crate::store::ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
+        crate::store::ChecksumAlgorithm::Sha256 => W::Sha256,
+        crate::store::ChecksumAlgorithm::Sha1 => return (fields, None),
+    };
+    fields.set(algorithm, c.value.clone());
+    let kind = match c.checksum_type {
+        ChecksumType::FullObject => WireType::FullObject,
+        ChecksumType::Composite => WireType::Composite,
+    };
+    (fields, Some(kind))
 }
 
 async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {

@@ -365,6 +365,12 @@ impl Store {
             let record = removed.ok_or_else(|| StoreError::NoSuchUpload(upload_id.to_owned()))?;
             meta::decode_upload(record.value())?
         };
+        // The object's checksum: the caller's, or the one S3 gives a multipart object created
+        // with a checksum algorithm, combined from the parts' checksums.
+        let checksum = checksum.or_else(|| {
+            let (algorithm, kind) = upload.checksum_algorithm?;
+            combined_checksum(algorithm, kind, &records)
+        });
         // Every part record of the upload goes, listed or not; the listed ones must still be the
         // versions that were assembled (a concurrent re-upload would have replaced them).
         let mut stored_parts = Vec::new();
@@ -585,6 +591,49 @@ impl Inner {
             checksum: record.checksum,
         })
     }
+}
+
+/// A multipart object's checksum from its parts' checksums, as S3 computes it at completion:
+/// FULL_OBJECT is the CRC of the whole object, combined from each part's CRC and size (no pass
+/// over the data); COMPOSITE is the checksum of the concatenated part checksums, `<base64>-<parts>`.
+/// `None` when a part was sent without a checksum, or for a combination S3 does not define.
+fn combined_checksum(
+    algorithm: ChecksumAlgorithm,
+    kind: ChecksumType,
+    records: &[PartRecord],
+) -> Option<Checksum> {
+    use brisk_wire::checksum::{
+        ChecksumAlgorithm as W, ChecksumValue, CompositeChecksum, FullObjectCrc,
+    };
+    let wire = match algorithm {
+        ChecksumAlgorithm::Crc32 => W::Crc32,
+        ChecksumAlgorithm::Crc32c => W::Crc32c,
+        ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
+        ChecksumAlgorithm::Sha256 => W::Sha256,
+        ChecksumAlgorithm::Sha1 => return None,
+    };
+    let part = |r: &PartRecord| ChecksumValue::from_base64(wire, r.checksum.as_deref()?).ok();
+    let value = match kind {
+        ChecksumType::FullObject => {
+            let mut whole = FullObjectCrc::new(wire).ok()?;
+            for r in records {
+                whole.push_part(&part(r)?, r.size).ok()?;
+            }
+            whole.finish().to_base64()
+        }
+        ChecksumType::Composite => {
+            let mut composite = CompositeChecksum::new(wire).ok()?;
+            for r in records {
+                composite.push_part(&part(r)?).ok()?;
+            }
+            composite.finish().to_string()
+        }
+    };
+    Some(Checksum {
+        algorithm,
+        checksum_type: kind,
+        value,
+    })
 }
 
 #[cfg(test)]
