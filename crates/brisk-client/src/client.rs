@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
-use brisk_wire::checksum::Md5;
+use brisk_wire::checksum::{ChecksumValue, Md5};
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::chunked::CRLF;
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder};
@@ -367,13 +367,27 @@ impl Client {
 
     // ----- objects -----------------------------------------------------------------------------
 
-    /// Metadata of `bucket`/`key` (HEAD).
+    /// Metadata of `bucket`/`key` (HEAD, asking for the stored checksum).
     pub async fn head(&self, bucket: &str, key: &str) -> Result<ObjectMeta> {
+        Ok(self.head_with_checksum(bucket, key).await?.0)
+    }
+
+    /// [`head`](Self::head), with the object's full-object checksum when it has one (composite
+    /// checksums of multipart objects are not returned: see [`crate::integrity`]).
+    pub(crate) async fn head_with_checksum(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<(ObjectMeta, Option<ChecksumValue>)> {
         check_bucket(bucket)?;
         check_key(key)?;
         let response = self
-            .send(&RequestSpec::new("HEAD", Some(bucket), Some(key)))
+            .send(
+                &RequestSpec::new("HEAD", Some(bucket), Some(key))
+                    .header(CHECKSUM_MODE_HEADER, "ENABLED"),
+            )
             .await?;
+        let checksum = stored_checksum(response.head());
         let meta = ObjectMeta {
             content_length: response
                 .head()
@@ -402,7 +416,7 @@ impl Client {
                 .collect(),
         };
         response.release();
-        Ok(meta)
+        Ok((meta, checksum))
     }
 
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget

@@ -5,9 +5,10 @@ mod support;
 
 use std::time::Duration;
 
-use brisk_client::{CopyOptions, MetadataDirective};
+use brisk_client::{CopyOptions, MetadataDirective, TransferOptions};
 use brisk_client::{Credentials, Error, ListOptions, PutOptions};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
+use support::flip_proxy::FlipProxy;
 use support::{anonymous_brisk_server, bounded, builder, client, new_bucket, pattern, server};
 
 const STEP: Duration = Duration::from_secs(60);
@@ -872,6 +873,79 @@ async fn virtual_hosted_addressing_reaches_the_bucket_through_the_host() {
         assert_eq!(page.objects[0].key, "dir/key one");
         c.delete(&bucket, "dir/key one").await.unwrap();
         c.delete_bucket(&bucket).await.unwrap();
+    })
+    .await;
+}
+
+/// Multipart uploads store a full-object CRC32C, and a parallel download checks the bytes it
+/// assembled against it: a response damaged once (one flipped byte, right length and framing) is
+/// downloaded again and the file is exact; damaged every time, the download fails with
+/// `ChecksumMismatch` and leaves no file, temporary or not.
+#[tokio::test]
+async fn downloads_are_checked_against_the_full_object_checksum() {
+    const MIB: usize = 1024 * 1024;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "verified").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.bin");
+        let body = pattern(20 * MIB + 5, 3);
+        std::fs::write(&source, &body).unwrap();
+        let uploaded = c
+            .upload(&bucket, "obj", &source, TransferOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(uploaded.parts, 3);
+        let whole = Checksummer::checksum(ChecksumAlgorithm::Crc32c, &body).to_base64();
+        let meta = c.head(&bucket, "obj").await.unwrap();
+        assert_eq!(
+            meta.checksum_crc32c.as_deref(),
+            Some(whole.as_str()),
+            "the multipart object's checksum is the CRC32C of its whole bytes"
+        );
+
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let target = out.join("copy.bin");
+        // Inside the body of the first part each connection carries (parts are 8 MiB).
+        let at = 3 * MIB as u64 + 17;
+
+        let once = FlipProxy::start(server().port, at, 1).await;
+        let through = builder().endpoint(once.endpoint.clone()).build().unwrap();
+        let size = through
+            .download(&bucket, "obj", &target, TransferOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(size, body.len() as u64);
+        assert_eq!(once.flipped(), 1, "one response was damaged");
+        assert!(
+            std::fs::read(&target).unwrap() == body,
+            "and the file is exact"
+        );
+        std::fs::remove_file(&target).unwrap();
+
+        let always = FlipProxy::start(server().port, at, u32::MAX).await;
+        let through = builder().endpoint(always.endpoint.clone()).build().unwrap();
+        let err = through
+            .download(&bucket, "obj", &target, TransferOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::ChecksumMismatch { algorithm, expected, .. }
+                if *algorithm == "CRC32C" && *expected == whole),
+            "{err:?}"
+        );
+        assert!(always.flipped() >= 2, "both attempts were damaged");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no file left");
+
+        // Once the damage stops, a download through the same proxy is exact.
+        always.stop_flipping();
+        let fresh = builder().endpoint(always.endpoint.clone()).build().unwrap();
+        fresh
+            .download(&bucket, "obj", &target, TransferOptions::default())
+            .await
+            .unwrap();
+        assert!(std::fs::read(&target).unwrap() == body);
     })
     .await;
 }

@@ -175,3 +175,43 @@ async fn a_failed_download_leaves_nothing_behind() {
     })
     .await;
 }
+
+/// A download whose future is dropped part way (a cancelled task, Ctrl-C in a binding) sees no
+/// error result, yet must still remove its temporary file.
+#[tokio::test]
+async fn a_download_dropped_part_way_leaves_nothing_behind() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "droppeddl").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.bin");
+        std::fs::write(&source, pattern(24 * MIB, 5)).unwrap();
+        c.upload(&bucket, "big", &source, TransferOptions::default())
+            .await
+            .unwrap();
+        std::fs::remove_file(&source).unwrap();
+
+        let target = dir.path().join("copy.bin");
+        let received = TransferProgress::new();
+        let options = TransferOptions {
+            part_size: MIB,
+            parts_in_flight: 1,
+            progress: Some(received.clone()),
+            ..TransferOptions::default()
+        };
+        let download = c.download(&bucket, "big", &target, options);
+        let part_way = async {
+            while received.bytes() == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        tokio::select! {
+            result = download => panic!("finished before it could be dropped: {result:?}"),
+            () = part_way => {}
+        }
+        // The future is dropped here, with at least one part written and more to come.
+        assert!(received.bytes() < 24 * MIB as u64);
+        assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+    })
+    .await;
+}

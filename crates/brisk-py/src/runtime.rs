@@ -28,6 +28,10 @@ use tokio::runtime::{Builder, Runtime};
 /// for Ctrl-C to feel immediate, long enough that the checks cost nothing measurable.
 pub const TICK: Duration = Duration::from_millis(100);
 
+/// How long an interrupted call waits for its aborted task to be dropped: a task is dropped at its
+/// next await, which on a healthy runtime is microseconds away.
+const ABORT_WAIT: Duration = Duration::from_secs(5);
+
 struct ProcessRuntime {
     pid: u32,
     runtime: Arc<Runtime>,
@@ -115,7 +119,15 @@ where
             }
             Err(_elapsed) => {
                 if let Err(e) = py.check_signals().and_then(|()| tick(py)) {
+                    // Wait (briefly) for the task to be dropped, so that what it holds (a
+                    // download's temporary file, budget reservations, connections) is released
+                    // before the caller sees the error.
                     handle.abort();
+                    py.detach(|| {
+                        runtime.block_on(async {
+                            let _ = tokio::time::timeout(ABORT_WAIT, &mut handle).await;
+                        })
+                    });
                     return Err(e);
                 }
             }

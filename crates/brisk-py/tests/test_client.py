@@ -423,6 +423,22 @@ def test_a_callback_error_stops_the_transfer(client, bucket, tmp_path):
         client.upload(src, bucket, "k", progress=boom)
 
 
+def test_an_interrupted_download_leaves_no_temporary_file(server, client, bucket, tmp_path):
+    client.put(bucket, "big", payload(64 * MiB))
+    # 256 parts one after another: the first progress report (after 0.1 s) comes part way.
+    slow = server.client(part_size="256KiB", parts_in_flight=1)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def boom(done, total):
+        if done < total:
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        slow.download(bucket, "big", out / "big.bin", progress=boom)
+    assert list(out.iterdir()) == []
+
+
 # ----- threads and asyncio ------------------------------------------------------------------------
 
 

@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use brisk_client::{Client, ClientBuilder, RetryPolicy};
+
+pub mod flip_proxy;
 use brisk_wire::sigv4::Credentials;
 
 /// Access key of the test server's root user.
