@@ -182,10 +182,10 @@ impl Client {
         let signer = (!config.anonymous)
             .then(|| Signer::new(config.credentials.clone(), config.region.clone()));
         let global = BufferPool::global();
-        let buffers = if config.memory_budget.same_budget(global.budget()) {
-            global.clone()
-        } else {
-            BufferPool::new(config.memory_budget.clone())
+        let buffers = match config.pool_retention {
+            Some(bytes) => BufferPool::with_retention(config.memory_budget.clone(), bytes),
+            None if config.memory_budget.same_budget(global.budget()) => global.clone(),
+            None => BufferPool::new(config.memory_budget.clone()),
         };
         Ok(Self {
             inner: Arc::new(Inner {

@@ -462,7 +462,7 @@ impl Client {
         endpoint_url=None, *, region=None, profile=None, access_key_id=None,
         secret_access_key=None, session_token=None, anonymous=false, max_memory=None,
         max_connections=None, connect_timeout=None, read_timeout=None, ca_bundle=None,
-        addressing_style=None, part_size=None, parts_in_flight=None
+        addressing_style=None, part_size=None, parts_in_flight=None, pool_retention=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -481,6 +481,7 @@ impl Client {
         addressing_style: Option<String>,
         part_size: Option<&Bound<'_, PyAny>>,
         parts_in_flight: Option<usize>,
+        pool_retention: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let py_err = |e: brisk_client::ConfigError| {
             Python::attach(|py| errors::to_py(py, brisk_client::Error::Config(e)))
@@ -510,13 +511,24 @@ impl Client {
                 ));
             }
         }
+        let mut capacity = brisk_mem::BufferPool::global().budget().capacity();
         if let Some(bytes) = max_memory {
             let bytes = size_arg(bytes, "max_memory")?;
             if bytes == 0 {
                 return Err(PyValueError::new_err("max_memory must be at least 1 byte"));
             }
+            capacity = bytes;
             builder = builder.memory_budget(MemoryBudget::new(bytes));
         }
+        // Python callers hold whole batches of Buffers and free them together (a data loader's
+        // batch of samples), so the pool keeps a quarter of the budget for reuse, not the Rust
+        // default of 64 MiB: with 64 MiB, batches of 512 x 256 KiB faulted half their pages in
+        // afresh each time and cost twice the CPU per GiB (docs/python.md).
+        let retention = match pool_retention {
+            Some(bytes) => size_arg(bytes, "pool_retention")?,
+            None => (capacity / 4).max(brisk_mem::DEFAULT_RETENTION_BYTES),
+        };
+        builder = builder.pool_retention(retention);
         if let Some(n) = max_connections {
             builder = builder.max_connections_per_host(n);
         }

@@ -173,3 +173,27 @@ def test_get_ranges_buffers_go_back_to_the_pool(brisk_server):
     reserved = client.memory()["reserved"]
     bufs = client.get_ranges(bucket, "k", list(range(0, 8 * MiB, 256 * 1024)), 256 * 1024)
     assert client.memory()["reserved"] <= max(reserved, 8 * MiB + MiB)
+
+
+def test_a_freed_batch_is_kept_for_the_next_within_the_retention(brisk_server):
+    """Blocks of a freed batch stay in the pool (a quarter of the budget by default), so the next
+    batch reuses them instead of mapping and faulting in fresh memory; what is kept stays reserved."""
+    bucket = "retain-" + os.urandom(4).hex()
+    setup = brisk_server.client()
+    setup.create_bucket(bucket)
+    setup.put(bucket, "k", os.urandom(8 * MiB))
+    block = 256 * 1024
+    offsets = [(i % 32) * block for i in range(512)]  # 512 x 256 KiB = 128 MiB held at once
+
+    client = brisk_server.client(max_memory="1GiB")
+    for _ in range(2):
+        buffers = client.get_ranges(bucket, "k", offsets, block)
+        assert client.memory()["reserved"] >= 128 * MiB
+        del buffers
+        # All 128 MiB kept (the retention is 256 MiB), and the second batch reused them.
+        assert client.memory()["reserved"] == 128 * MiB
+
+    small = brisk_server.client(max_memory="1GiB", pool_retention="32MiB")
+    buffers = small.get_ranges(bucket, "k", offsets, block)
+    del buffers
+    assert small.memory()["reserved"] == 32 * MiB

@@ -84,7 +84,9 @@ class Client:
     allocates: `get` buffers held by Python, `get_ranges` buffers, transfer parts. Without it the
     client shares the process-wide budget (1 GiB). A call that needs more than is free waits until
     Buffers are released (Ctrl-C interrupts the wait); a call that needs more than the whole cap
-    fails at once with `MemoryBudgetExceeded`.
+    fails at once with `MemoryBudgetExceeded`. Freed Buffers' blocks are kept for reuse up to
+    `pool_retention` bytes (default: a quarter of the budget), so a loop over batches does not fault
+    its memory in again each time; kept blocks stay counted in `memory()["reserved"]`.
 
     Every call releases the GIL while it does I/O; one client may be shared by many threads. After
     `fork()` the child rebuilds the client's runtime and connections on first use.
@@ -108,6 +110,7 @@ class Client:
         addressing_style: str | None = None,
         part_size: int | str | None = None,
         parts_in_flight: int | None = None,
+        pool_retention: int | str | None = None,
     ) -> None: ...
     @property
     def endpoint_url(self) -> str: ...
