@@ -251,6 +251,12 @@ pub struct ServeArgs {
     /// Slowest average rate a request body may arrive at, enforced 30 s after its head (0: off).
     #[arg(long, value_name = "SIZE", default_value = "1KiB", value_parser = parse_size)]
     pub min_body_rate: usize,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Stop when standard input reaches its end: a parent that starts the server with a pipe as its
     /// stdin ties the server's life to its own, even if the parent is killed with SIGKILL.
     #[arg(long)]

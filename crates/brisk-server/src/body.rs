@@ -15,12 +15,12 @@
 
 use std::io::Write;
 
+use crate::tls::ServerStream;
 use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Checksummer, Md5, Md5Digest};
 use brisk_wire::framing::BodyDecoder;
 use brisk_wire::http::{HttpConnection, RequestHead};
 use brisk_wire::sigv4::decoder::{MAX_CHUNK_HEADER_LEN, MAX_TRAILERS_LEN};
 use brisk_wire::sigv4::{AuthError, AwsChunkedDecoder, PayloadHashVerifier};
-use tokio::net::TcpStream;
 
 use crate::auth::PayloadCheck;
 use crate::error::S3Error;
@@ -33,7 +33,7 @@ pub const MAX_PUT_SIZE: u64 = 5 << 30;
 pub const MAX_CARRY: usize = MAX_CHUNK_HEADER_LEN + MAX_TRAILERS_LEN + 64;
 
 /// The connection type of the server.
-pub type Connection = HttpConnection<TcpStream>;
+pub type Connection = HttpConnection<ServerStream>;
 
 /// The checksum a client announced for the body: its value in a header, or an algorithm whose value
 /// comes in a trailer.

@@ -124,6 +124,8 @@ pub struct ServerConfig {
     pub min_part_size: u64,
     /// Bounds on connections and waits.
     pub limits: ServerLimits,
+    /// Serve HTTPS with this certificate and key instead of plain HTTP.
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 impl ServerConfig {
@@ -141,6 +143,7 @@ impl ServerConfig {
             md5_etag: true,
             min_part_size: crate::store::MIN_PART_SIZE,
             limits: ServerLimits::default(),
+            tls: None,
         }
     }
 }

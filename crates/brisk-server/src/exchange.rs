@@ -127,7 +127,11 @@ impl Exchange {
         self.response.write_to(&mut wire);
         wire.extend_from_slice(&self.xml);
         let stream = self.conn.get_mut();
-        let written = within(self.write_timeout, stream.write_all(&wire)).await;
+        let written = within(self.write_timeout, async {
+            stream.write_all(&wire).await?;
+            stream.flush().await
+        })
+        .await;
         self.scratch = wire;
         written
     }
@@ -184,8 +188,13 @@ impl Exchange {
     /// segment: one packet, and one wake-up of the client, fewer per response than a head flushed
     /// on its own (with `TCP_NODELAY` that head left at once, alone).
     async fn send_head_before_body(&mut self) -> Result<(), S3Error> {
+        if self.conn.get_ref().plain().is_none() {
+            // TLS: the head is encrypted and sent as it is; the body's records follow.
+            self.conn.flush().await?;
+            return Ok(());
+        }
         while !self.conn.queued_output().is_empty() {
-            let stream = self.conn.get_ref();
+            let stream = self.conn.get_ref().plain().expect("a plain connection");
             within(self.write_timeout, stream.writable()).await?;
             let head = self.conn.queued_output();
             let sent = stream.try_io(Interest::WRITABLE, || {
@@ -203,13 +212,17 @@ impl Exchange {
 
     /// `sendfile` of `len` bytes of `file` from `offset`, after the head.
     async fn send_file_range(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
+        if self.conn.get_ref().plain().is_none() {
+            // TLS is encrypted in user space: the bytes must pass through it.
+            return self.copy_file(file, offset, len).await;
+        }
         let end = offset + len;
         let mut position = offset;
         while position < end {
             let count = usize::try_from(end - position)
                 .unwrap_or(usize::MAX)
                 .min(MAX_SENDFILE_CHUNK);
-            let stream = self.conn.get_ref();
+            let stream = self.conn.get_ref().plain().expect("a plain connection");
             within(self.write_timeout, stream.writable()).await?;
             let sent = stream.try_io(Interest::WRITABLE, || {
                 rustix::fs::sendfile(stream, file, Some(&mut position), count)
@@ -257,7 +270,8 @@ impl Exchange {
             .await?;
             left -= n as u64;
         }
-        Ok(())
+        // A TLS stream may hold the last record until flushed.
+        within(self.write_timeout, self.conn.get_mut().flush()).await
     }
 
     /// The scratch buffer, allocated on first use.

@@ -21,6 +21,7 @@
 //! | `auth` | SigV4 verification (header and presigned), payload-hash modes |
 //! | `body` | request bodies: read buffer → file, hashing as bytes pass, aws-chunked layering |
 //! | `exchange` | per-connection buffers, responses, `sendfile` |
+//! | [`tls`] | HTTPS: the certificate and key, the plain-or-TLS connection stream |
 //! | `objects` | object fields, ranges, conditional requests, copy sources |
 //! | `handler` | the S3 operations |
 //! | [`error`] | [`S3Error`] and the mapping of every lower layer's error to it |
@@ -38,7 +39,9 @@ mod objects;
 mod route;
 mod server;
 pub mod store;
+pub mod tls;
 
 pub use config::{AccessKey, ServerConfig, ServerLimits};
 pub use error::S3Error;
 pub use server::{RunningServer, Server, ServerError};
+pub use tls::TlsFiles;

@@ -11,9 +11,10 @@ use std::time::{Duration, SystemTime};
 use brisk_wire::http::{
     ConnectionConfig, HttpConnection, HttpError, Limits, MinBodyRate, RequestHead,
 };
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 use crate::auth::Authenticator;
 use crate::config::ServerConfig;
@@ -22,6 +23,7 @@ use crate::exchange::Exchange;
 use crate::handler::{self, Request, blocking};
 use crate::route;
 use crate::store::{Store, StoreConfig, StoreError};
+use crate::tls::ServerStream;
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +100,12 @@ impl Server {
                 "max_connections must be at least 1".into(),
             ));
         }
+        let tls = config
+            .tls
+            .as_ref()
+            .map(crate::tls::acceptor)
+            .transpose()
+            .map_err(ServerError::Config)?;
         let store_config = StoreConfig {
             fsync: config.fsync,
             min_part_size: config.min_part_size,
@@ -138,6 +146,7 @@ impl Server {
         let connections = Arc::new(Semaphore::new(shared.config.limits.max_connections));
         let accept = tokio::spawn(accept_loop(
             listener,
+            tls,
             Arc::clone(&shared),
             Arc::clone(&connections),
             stop_rx,
@@ -169,9 +178,14 @@ impl RunningServer {
         self.local_addr
     }
 
-    /// `http://<addr>`, the endpoint URL clients use.
+    /// `http://<addr>` (`https://` with TLS), the endpoint URL clients use.
     pub fn url(&self) -> String {
-        format!("http://{}", self.local_addr)
+        let scheme = if self.shared.config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.local_addr)
     }
 
     /// The store the server serves (for tests and embedding).
@@ -200,6 +214,7 @@ impl Drop for RunningServer {
 
 async fn accept_loop(
     listener: TcpListener,
+    tls: Option<TlsAcceptor>,
     shared: Arc<Shared>,
     connections: Arc<Semaphore>,
     mut stop: watch::Receiver<bool>,
@@ -228,7 +243,23 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         let stop = stop.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
+            let stream = match tls {
+                None => ServerStream::Plain(stream),
+                // The handshake on the connection's own task, bounded like a request head: a
+                // peer that opens a socket and says nothing holds a permit no longer than that.
+                Some(acceptor) => {
+                    let handshake = acceptor.accept(stream);
+                    match tokio::time::timeout(shared.config.limits.idle_timeout, handshake).await {
+                        Ok(Ok(tls)) => ServerStream::Tls(Box::new(tls)),
+                        // A failed handshake (plain HTTP to the TLS port, an untrusted
+                        // certificate on the client's side) ends the connection; the client
+                        // reports it.
+                        Ok(Err(_)) | Err(_) => return,
+                    }
+                }
+            };
             serve_connection(stream, &shared, stop).await;
             drop(permit);
         });
@@ -236,7 +267,7 @@ async fn accept_loop(
 }
 
 /// Serves one connection until it ends.
-async fn serve_connection(stream: TcpStream, shared: &Shared, mut stop: watch::Receiver<bool>) {
+async fn serve_connection(stream: ServerStream, shared: &Shared, mut stop: watch::Receiver<bool>) {
     let limits = &shared.config.limits;
     let config = ConnectionConfig {
         read_buffer_size: shared.config.read_buffer_size,

@@ -47,7 +47,12 @@ impl ServeProcess {
         guard.url = rx
             .recv_timeout(Duration::from_secs(30))
             .expect("brisk serve prints its URL within 30 s");
-        assert!(guard.url.starts_with("http://127.0.0.1:"), "{}", guard.url);
+        assert!(
+            guard.url.starts_with("http://127.0.0.1:")
+                || guard.url.starts_with("https://127.0.0.1:"),
+            "{}",
+            guard.url
+        );
         guard
     }
 
