@@ -251,6 +251,9 @@ pub struct ServeArgs {
     /// Slowest average rate a request body may arrive at, enforced 30 s after its head (0: off).
     #[arg(long, value_name = "SIZE", default_value = "1KiB", value_parser = parse_size)]
     pub min_body_rate: usize,
+    /// The access log on standard error, one line per request: plain, json or off.
+    #[arg(long, value_name = "FORMAT", default_value = "plain", value_parser = ["plain", "json", "off"])]
+    pub log_format: String,
     /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -43,6 +43,11 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     config.md5_etag = !args.no_md5_etag;
     config.limits.max_connections = args.max_connections;
     config.limits.min_body_rate = args.min_body_rate as u64;
+    config.log_format = match args.log_format.as_str() {
+        "json" => brisk_server::LogFormat::Json,
+        "off" => brisk_server::LogFormat::Off,
+        _ => brisk_server::LogFormat::Plain,
+    };
     if let (Some(cert), Some(key)) = (args.tls_cert, args.tls_key) {
         config.tls = Some(brisk_server::TlsFiles { cert, key });
     }

@@ -126,6 +126,9 @@ pub struct ServerConfig {
     pub limits: ServerLimits,
     /// Serve HTTPS with this certificate and key instead of plain HTTP.
     pub tls: Option<crate::tls::TlsFiles>,
+    /// The access log on standard error (off for an embedded server unless set; `brisk serve`
+    /// writes plain lines by default).
+    pub log_format: crate::access_log::LogFormat,
 }
 
 impl ServerConfig {
@@ -144,6 +147,7 @@ impl ServerConfig {
             min_part_size: crate::store::MIN_PART_SIZE,
             limits: ServerLimits::default(),
             tls: None,
+            log_format: crate::access_log::LogFormat::Off,
         }
     }
 }

@@ -16,6 +16,7 @@
 //! | module | concern |
 //! |---|---|
 //! | [`config`] | [`ServerConfig`], limits and their defaults |
+//! | [`access_log`] | one line per request on standard error, plain or JSON |
 //! | `server` | listener, connection semaphore, connection loop, shutdown |
 //! | `route` | path-style and virtual-hosted-style addressing, sub-resources → operation |
 //! | `auth` | SigV4 verification (header and presigned), payload-hash modes |
@@ -29,6 +30,7 @@
 //!
 //! `docs/server.md` describes the data path, the limits and what is supported.
 
+pub mod access_log;
 mod auth;
 mod body;
 pub mod config;
@@ -41,6 +43,7 @@ mod server;
 pub mod store;
 pub mod tls;
 
+pub use access_log::LogFormat;
 pub use config::{AccessKey, ServerConfig, ServerLimits};
 pub use error::S3Error;
 pub use server::{RunningServer, Server, ServerError};

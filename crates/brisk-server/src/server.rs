@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use brisk_wire::http::{
     ConnectionConfig, HttpConnection, HttpError, Limits, MinBodyRate, RequestHead,
@@ -16,6 +16,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use crate::access_log::{AccessLog, AccessRecord};
 use crate::auth::Authenticator;
 use crate::config::ServerConfig;
 use crate::error::S3Error;
@@ -51,6 +52,7 @@ pub enum ServerError {
 #[derive(Debug)]
 pub struct Shared {
     pub store: Store,
+    pub access_log: AccessLog,
     pub auth: Authenticator,
     pub config: ServerConfig,
     request_ids: RequestIds,
@@ -138,6 +140,7 @@ impl Server {
         );
         let shared = Arc::new(Shared {
             store,
+            access_log: AccessLog::new(config.log_format),
             auth,
             config,
             request_ids: RequestIds::new(),
@@ -231,8 +234,8 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
             _ = stop.changed() => return,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             // Out of file descriptors or a connection reset before accept: back off briefly rather
             // than spin.
             Err(_) => {
@@ -260,14 +263,19 @@ async fn accept_loop(
                     }
                 }
             };
-            serve_connection(stream, &shared, stop).await;
+            serve_connection(stream, peer, &shared, stop).await;
             drop(permit);
         });
     }
 }
 
 /// Serves one connection until it ends.
-async fn serve_connection(stream: ServerStream, shared: &Shared, mut stop: watch::Receiver<bool>) {
+async fn serve_connection(
+    stream: ServerStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut stop: watch::Receiver<bool>,
+) {
     let limits = &shared.config.limits;
     let config = ConnectionConfig {
         read_buffer_size: shared.config.read_buffer_size,
@@ -284,6 +292,8 @@ async fn serve_connection(stream: ServerStream, shared: &Shared, mut stop: watch
     let conn = HttpConnection::with_config(stream, config);
     let mut x = Exchange::new(conn, shared.config.read_buffer_size, limits.request_timeout);
     let mut head = RequestHead::new();
+    // The bucket and key of the request being served, for its access log line (reused).
+    let mut names = RequestNames::default();
     loop {
         if *stop.borrow() {
             return;
@@ -303,9 +313,15 @@ async fn serve_connection(stream: ServerStream, shared: &Shared, mut stop: watch
         x.response_started = false;
         x.closing = !head.keep_alive();
         let request_id = shared.request_ids.next();
-        let result = serve_request(&mut x, shared, &head, &request_id).await;
+        let started = (SystemTime::now(), Instant::now());
+        let result = serve_request(&mut x, shared, &head, &request_id, &mut names).await;
+        let log = |x: &Exchange, error: Option<&S3Error>| {
+            log_request(x, shared, &head, &request_id, peer, &names, started, error);
+        };
         if let Err(error) = result {
             if x.response_started {
+                // Part of the answer went out: the connection ends here, but the line is written.
+                log(&x, Some(&error));
                 return;
             }
             // An unread body the connection can not skip cheaply ends the connection after the
@@ -316,12 +332,15 @@ async fn serve_connection(stream: ServerStream, shared: &Shared, mut stop: watch
             }
             let head_request = head.method() == "HEAD";
             let resource = route::split_target(head.target()).0.to_owned();
-            if x.send_error(&error, &resource, &request_id, head_request)
-                .await
-                .is_err()
-            {
+            let sent = x
+                .send_error(&error, &resource, &request_id, head_request)
+                .await;
+            log(&x, Some(&error));
+            if sent.is_err() {
                 return;
             }
+        } else {
+            log(&x, None);
         }
         if x.closing || !x.conn.is_reusable() {
             return;
@@ -329,11 +348,19 @@ async fn serve_connection(stream: ServerStream, shared: &Shared, mut stop: watch
     }
 }
 
+/// The bucket and key of a request, kept for its access log line.
+#[derive(Debug, Default)]
+struct RequestNames {
+    bucket: String,
+    key: String,
+}
+
 async fn serve_request(
     x: &mut Exchange,
     shared: &Shared,
     head: &RequestHead,
     request_id: &str,
+    names: &mut RequestNames,
 ) -> Result<(), S3Error> {
     let headers = head.headers();
     let route = route::route(
@@ -343,6 +370,12 @@ async fn serve_request(
         &shared.config.base_domain,
         headers.contains("x-amz-copy-source"),
     );
+    names.bucket.clear();
+    names.key.clear();
+    if let (Ok(route), true) = (&route, shared.access_log.enabled()) {
+        names.bucket.push_str(&route.bucket);
+        names.key.push_str(&route.key);
+    }
     let payload = shared.auth.authenticate(head)?;
     let route = route?;
     handler::handle(
@@ -356,6 +389,48 @@ async fn serve_request(
         },
     )
     .await
+}
+
+/// Writes the access log line of the request just served (`error`: what it failed with, whose
+/// answer is about to be sent).
+#[allow(clippy::too_many_arguments)]
+fn log_request(
+    x: &Exchange,
+    shared: &Shared,
+    head: &RequestHead,
+    request_id: &str,
+    peer: SocketAddr,
+    names: &RequestNames,
+    (time, started): (SystemTime, Instant),
+    error: Option<&S3Error>,
+) {
+    if !shared.access_log.enabled() {
+        return;
+    }
+    let status = error.map_or_else(|| x.response.status(), |e| e.status);
+    // The body's length as the head declared it (an error document's too, once sent); none for
+    // HEAD, 204 and 304.
+    let bytes_out = if head.method() == "HEAD" || matches!(status, 204 | 304) {
+        0
+    } else {
+        x.response.content_length().ok().flatten().unwrap_or(0)
+    };
+    shared.access_log.record(&AccessRecord {
+        time,
+        request_id,
+        remote: Some(peer),
+        method: head.method(),
+        bucket: &names.bucket,
+        key: &names.key,
+        status,
+        error_code: error.map(|e| e.code),
+        error_message: error
+            .filter(|e| e.status >= 500)
+            .map(|e| e.message.as_str()),
+        bytes_in: x.conn.body_received(),
+        bytes_out,
+        duration: started.elapsed(),
+    });
 }
 
 /// A head that could not be read: answer with the status the HTTP layer suggests (400, 408, 414,

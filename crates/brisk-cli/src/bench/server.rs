@@ -93,6 +93,14 @@ impl ServerProcess {
             .args(["--listen", "127.0.0.1:0"])
             .args(["--access-key", &access_key, "--secret-key", &secret_key])
             .args(extra_args)
+            // Its access log would be interleaved with the benchmark's report on the same
+            // terminal: off, unless asked for with --server-arg.
+            .args(
+                (!extra_args.iter().any(|a| a.starts_with("--log-format")))
+                    .then_some(["--log-format", "off"])
+                    .into_iter()
+                    .flatten(),
+            )
             // The server stops when this pipe closes, so it does not outlive a benchmark that is
             // killed with SIGKILL (a Ctrl-C or SIGTERM is handled and stops it explicitly).
             .arg("--stop-on-stdin-eof")

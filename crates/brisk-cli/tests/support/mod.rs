@@ -21,13 +21,25 @@ impl ServeProcess {
     /// Starts `brisk serve --root <root> --listen 127.0.0.1:0` with the test keys and waits (at most
     /// 30 s) for the URL line.
     pub fn start(root: &Path, extra: &[&str]) -> Self {
+        Self::start_with_stderr(root, extra, Stdio::inherit())
+    }
+
+    /// [`start`](Self::start), with the server's standard error (its access log) going to `stderr`.
+    pub fn start_with_stderr(root: &Path, extra: &[&str], stderr: Stdio) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
             .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            // Quiet in test output unless a test asks for the access log.
+            .args(
+                (!extra.iter().any(|a| a.starts_with("--log-format")))
+                    .then_some(["--log-format", "off"])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("brisk serve starts");
         let stdout = child.stdout.take().unwrap();

@@ -1,0 +1,293 @@
+//! The access log: one line per request on standard error, plain (the default) or JSON
+//! (`--log-format json`), or none (`--log-format off`).
+//!
+//! A line is: time (RFC 3339, UTC, milliseconds), request id (the `x-amz-request-id` the client
+//! saw), remote address, method, bucket, key, status, S3 error code (`-` when none), bytes in
+//! (request body), bytes out (response body), duration in milliseconds; for a 5xx, the error's
+//! message too, so that a server error is never silent.
+//!
+//! Writing never waits on the reader of standard error: each line goes to a bounded queue drained
+//! by one writer thread, and a line that finds the queue full is counted and dropped (the count is
+//! logged once the queue drains), so a stalled terminal or pipe slows no request.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::time::{Duration, SystemTime};
+
+/// Lines queued for the writer thread at most: a few MiB of text, seconds of a busy server.
+const QUEUE_LINES: usize = 16 * 1024;
+
+/// How the access log is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// `2026-11-24T23:10:00.123Z 0000…1 127.0.0.1:53422 GET bucket key 200 - 0 1048576 3.2`
+    #[default]
+    Plain,
+    /// One JSON object per line.
+    Json,
+    /// No access log.
+    Off,
+}
+
+/// One request, as the log records it.
+#[derive(Debug)]
+pub struct AccessRecord<'a> {
+    pub time: SystemTime,
+    pub request_id: &'a str,
+    pub remote: Option<SocketAddr>,
+    pub method: &'a str,
+    pub bucket: &'a str,
+    pub key: &'a str,
+    pub status: u16,
+    pub error_code: Option<&'a str>,
+    /// The error's message, written for 5xx answers only.
+    pub error_message: Option<&'a str>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub duration: Duration,
+}
+
+impl AccessRecord<'_> {
+    /// The record as one line (with its newline) in `format`.
+    pub fn line(&self, format: LogFormat) -> String {
+        let mut out = String::with_capacity(160 + self.key.len());
+        let time = rfc3339_millis(self.time);
+        let ms = self.duration.as_secs_f64() * 1e3;
+        let remote = self
+            .remote
+            .map_or_else(|| "-".to_owned(), |a| a.to_string());
+        match format {
+            LogFormat::Off => return out,
+            LogFormat::Plain => {
+                let _ = write!(
+                    out,
+                    "{time} {} {remote} {} {} {} {} {} {} {} {ms:.1}",
+                    self.request_id,
+                    self.method,
+                    or_dash(self.bucket),
+                    or_dash(&escape_plain(self.key)),
+                    self.status,
+                    self.error_code.unwrap_or("-"),
+                    self.bytes_in,
+                    self.bytes_out,
+                );
+                if let Some(message) = self.error_message {
+                    let _ = write!(out, " {:?}", message);
+                }
+            }
+            LogFormat::Json => {
+                out.push('{');
+                let _ = write!(out, "\"time\":\"{time}\",\"request_id\":");
+                json_string(&mut out, self.request_id);
+                let _ = write!(out, ",\"remote\":\"{remote}\",\"method\":");
+                json_string(&mut out, self.method);
+                out.push_str(",\"bucket\":");
+                json_string(&mut out, self.bucket);
+                out.push_str(",\"key\":");
+                json_string(&mut out, self.key);
+                let _ = write!(out, ",\"status\":{},\"error_code\":", self.status);
+                match self.error_code {
+                    Some(code) => json_string(&mut out, code),
+                    None => out.push_str("null"),
+                }
+                if let Some(message) = self.error_message {
+                    out.push_str(",\"error_message\":");
+                    json_string(&mut out, message);
+                }
+                let _ = write!(
+                    out,
+                    ",\"bytes_in\":{},\"bytes_out\":{},\"duration_ms\":{ms:.3}}}",
+                    self.bytes_in, self.bytes_out
+                );
+            }
+        }
+        out.push('\n');
+        out
+    }
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+/// A key in a plain line: spaces and control characters would split or break the line, so they
+/// are percent-encoded (and `%` itself, so the encoding can be undone).
+fn escape_plain(key: &str) -> std::borrow::Cow<'_, str> {
+    if !key.chars().any(|c| c == ' ' || c == '%' || c.is_control()) {
+        return key.into();
+    }
+    let mut out = String::with_capacity(key.len() + 8);
+    for c in key.chars() {
+        if c == ' ' || c == '%' || c.is_control() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(out, "%{b:02X}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+fn json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `2026-11-24T23:10:00.123Z`.
+fn rfc3339_millis(time: SystemTime) -> String {
+    let t = time::OffsetDateTime::from(time);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// The log's writer: a bounded queue and the thread that drains it to standard error.
+#[derive(Debug)]
+pub struct AccessLog {
+    format: LogFormat,
+    queue: Option<SyncSender<String>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl AccessLog {
+    /// A log in `format` (no thread for [`LogFormat::Off`]).
+    pub fn new(format: LogFormat) -> Self {
+        let dropped = Arc::new(AtomicU64::new(0));
+        let queue = (format != LogFormat::Off).then(|| {
+            let (tx, rx) = sync_channel(QUEUE_LINES);
+            let dropped = Arc::clone(&dropped);
+            std::thread::Builder::new()
+                .name("brisk-access-log".into())
+                .spawn(move || write_lines(&rx, &dropped))
+                .expect("the access log's thread starts");
+            tx
+        });
+        Self {
+            format,
+            queue,
+            dropped,
+        }
+    }
+
+    /// Whether lines are written at all.
+    pub fn enabled(&self) -> bool {
+        self.queue.is_some()
+    }
+
+    /// Queues `record`'s line; drops it (and counts it) when the queue is full.
+    pub fn record(&self, record: &AccessRecord<'_>) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        match queue.try_send(record.line(self.format)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+}
+
+fn write_lines(rx: &Receiver<String>, dropped: &AtomicU64) {
+    let stderr = std::io::stderr();
+    while let Ok(line) = rx.recv() {
+        let mut out = stderr.lock();
+        let lost = dropped.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            let _ = writeln!(
+                out,
+                "brisk: {lost} access log lines dropped (standard error was not read fast enough)"
+            );
+        }
+        let _ = out.write_all(line.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> AccessRecord<'static> {
+        AccessRecord {
+            time: SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_025_800_123),
+            request_id: "0000000100000002",
+            remote: Some("127.0.0.1:53422".parse().unwrap()),
+            method: "GET",
+            bucket: "photos",
+            key: "2026/a b%.jpg",
+            status: 200,
+            error_code: None,
+            error_message: None,
+            bytes_in: 0,
+            bytes_out: 1_048_576,
+            duration: Duration::from_micros(3_250),
+        }
+    }
+
+    #[test]
+    fn plain_lines_have_one_field_per_column() {
+        let line = record().line(LogFormat::Plain);
+        assert_eq!(
+            line,
+            "2025-11-24T23:10:00.123Z 0000000100000002 127.0.0.1:53422 GET photos 2026/a%20b%25.jpg 200 - 0 1048576 3.2\n"
+        );
+        let mut failed = record();
+        failed.status = 500;
+        failed.error_code = Some("InternalError");
+        failed.error_message = Some("disk \"full\"");
+        failed.bucket = "";
+        failed.key = "";
+        let line = failed.line(LogFormat::Plain);
+        assert!(
+            line.ends_with(" GET - - 500 InternalError 0 1048576 3.2 \"disk \\\"full\\\"\"\n"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn json_lines_are_json() {
+        let mut r = record();
+        r.key = "line\nbreak \"quoted\"";
+        r.status = 503;
+        r.error_code = Some("SlowDown");
+        r.error_message = Some("busy");
+        let line = r.line(LogFormat::Json);
+        assert_eq!(
+            line,
+            "{\"time\":\"2025-11-24T23:10:00.123Z\",\"request_id\":\"0000000100000002\",\"remote\":\"127.0.0.1:53422\",\"method\":\"GET\",\"bucket\":\"photos\",\"key\":\"line\\nbreak \\\"quoted\\\"\",\"status\":503,\"error_code\":\"SlowDown\",\"error_message\":\"busy\",\"bytes_in\":0,\"bytes_out\":1048576,\"duration_ms\":3.250}\n"
+        );
+    }
+
+    #[test]
+    fn off_writes_nothing() {
+        assert_eq!(record().line(LogFormat::Off), "");
+        assert!(!AccessLog::new(LogFormat::Off).enabled());
+    }
+}
