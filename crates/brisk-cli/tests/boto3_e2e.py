@@ -57,7 +57,23 @@ names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 check(names == ["e2e-bucket", "e2e-other"], f"ListBuckets {names}")
 s3.head_bucket(Bucket="e2e-bucket")
 check(error_code(s3.head_bucket, Bucket="e2e-missing")[1] == 404, "HeadBucket on a missing bucket")
-check(error_code(s3.create_bucket, Bucket="e2e-bucket")[0] == "BucketAlreadyOwnedByYou", "duplicate bucket")
+# Creating a bucket you own again: 200 in us-east-1 (S3's legacy answer there; 409
+# BucketAlreadyOwnedByYou in every other region), and the bucket keeps what it holds.
+s3.put_object(Bucket="e2e-bucket", Key="kept", Body=b"x")
+check(s3.create_bucket(Bucket="e2e-bucket")["ResponseMetadata"]["HTTPStatusCode"] == 200, "us-east-1: CreateBucket of an owned bucket is 200")
+check(s3.get_object(Bucket="e2e-bucket", Key="kept")["Body"].read() == b"x", "and the bucket keeps its objects")
+s3.delete_object(Bucket="e2e-bucket", Key="kept")
+# ListBuckets pagination: max-buckets, continuation-token, prefix.
+for i in range(5):
+    s3.create_bucket(Bucket=f"e2e-page-{i}")
+pages = list(s3.get_paginator("list_buckets").paginate(Prefix="e2e-page-", PaginationConfig={"PageSize": 2}))
+check([len(p["Buckets"]) for p in pages] == [2, 2, 1], f"ListBuckets pages of 2: {[len(p['Buckets']) for p in pages]}")
+check([b["Name"] for p in pages for b in p["Buckets"]] == [f"e2e-page-{i}" for i in range(5)], "every bucket once, in order")
+check(all(p.get("Prefix") == "e2e-page-" for p in pages), "the prefix echoed")
+check("ContinuationToken" not in pages[-1], "no token after the last page")
+check(error_code(s3.list_buckets, MaxBuckets=10001)[0] == "InvalidArgument", "max-buckets 10001 refused")
+for i in range(5):
+    s3.delete_bucket(Bucket=f"e2e-page-{i}")
 loc = s3.get_bucket_location(Bucket="e2e-bucket")
 check(loc.get("LocationConstraint") in (None, ""), f"GetBucketLocation {loc}")
 check(error_code(s3.list_objects_v2, Bucket="e2e-missing")[0] == "NoSuchBucket", "NoSuchBucket")

@@ -143,10 +143,17 @@ async fn errors_are_typed_by_meaning() {
             c.get_bytes("no-such-bucket-anywhere", "k").await,
             Err(Error::NoSuchBucket(_))
         ));
-        assert!(matches!(
-            c.create_bucket(&bucket).await,
-            Err(Error::BucketAlreadyExists(_))
-        ));
+        // Creating a bucket you own again: S3 in us-east-1 answers 200 (a legacy of that region,
+        // which brisk serve follows); MinIO answers 409 BucketAlreadyOwnedByYou as S3's other
+        // regions do.
+        let again = c.create_bucket(&bucket).await;
+        match server().name {
+            "brisk" => assert!(again.is_ok(), "{again:?}"),
+            _ => assert!(
+                matches!(again, Err(Error::BucketAlreadyExists(_))),
+                "{again:?}"
+            ),
+        }
 
         c.put(&bucket, "exists", b"x").await.unwrap();
 

@@ -317,13 +317,17 @@ def test_presign(client, bucket):
         client.presign(bucket, "obj", expires_in=8 * 24 * 3600)
 
 
-def test_buckets(client):
+def test_buckets(server, client):
     name = "b-" + os.urandom(6).hex()
     client.create_bucket(name)
     assert name in client.list_buckets()
-    with pytest.raises(brisk.BucketAlreadyExists) as info:
+    if server.name == "brisk":
+        # S3 in us-east-1 (brisk serve's region here) answers 200 to creating a bucket you own.
         client.create_bucket(name)
-    assert isinstance(info.value, FileExistsError)
+    else:
+        with pytest.raises(brisk.BucketAlreadyExists) as info:
+            client.create_bucket(name)
+        assert isinstance(info.value, FileExistsError)
     client.put(name, "k", b"x")
     with pytest.raises(brisk.BucketNotEmpty):
         client.delete_bucket(name)

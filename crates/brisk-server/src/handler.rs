@@ -119,11 +119,55 @@ pub async fn handle(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
     }
 }
 
+/// Most buckets one ListBuckets page holds, and the largest `max-buckets` S3 accepts.
+const MAX_BUCKETS_PER_PAGE: usize = 10_000;
+
+/// ListBuckets, paginated as S3 does it: `prefix`, `max-buckets` (1 to 10,000; without it, every
+/// bucket in one page), and `continuation-token` (opaque to clients: here the base64 of the last
+/// name of the previous page). A page that stops short of the end carries the token of the next.
 async fn list_buckets(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    use base64::Engine as _;
+    let q = &r.route.query;
+    let max = match q.get("max-buckets") {
+        None => MAX_BUCKETS_PER_PAGE,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_BUCKETS_PER_PAGE).contains(&n) => n,
+            _ => {
+                return Err(S3Error::invalid_argument(format!(
+                    "max-buckets must be an integer from 1 to {MAX_BUCKETS_PER_PAGE}, not {v:?}"
+                )));
+            }
+        },
+    };
+    let prefix = q.get("prefix").unwrap_or_default();
+    let after = match q.get("continuation-token") {
+        None => None,
+        Some(token) => Some(
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(token)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| {
+                    S3Error::invalid_argument("the continuation token is not one this server gave")
+                })?,
+        ),
+    };
     let buckets = blocking(|| r.shared.store.list_buckets())?;
+    let mut matching = buckets
+        .into_iter()
+        .filter(|b| b.name.starts_with(prefix))
+        .filter(|b| after.as_deref().is_none_or(|a| b.name.as_str() > a))
+        .peekable();
+    let page: Vec<_> = matching.by_ref().take(max).collect();
+    let continuation_token = match (matching.peek(), page.last()) {
+        (Some(_), Some(last)) => {
+            Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&last.name))
+        }
+        _ => None,
+    };
     let doc = ListAllMyBucketsResult {
         owner: Some(owner()),
-        buckets: buckets
+        buckets: page
             .into_iter()
             .map(|b| BucketEntry {
                 name: b.name,
@@ -131,8 +175,8 @@ async fn list_buckets(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
                 bucket_region: Some(r.shared.config.region.clone()),
             })
             .collect(),
-        continuation_token: None,
-        prefix: None,
+        continuation_token,
+        prefix: q.get("prefix").map(str::to_owned),
     };
     x.begin(200, r.request_id);
     x.send_xml(&doc).await
@@ -190,7 +234,13 @@ async fn create_bucket(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> 
             ));
         }
     }
-    blocking(|| shared.store.create_bucket(&bucket))?;
+    match blocking(|| shared.store.create_bucket(&bucket)) {
+        Ok(_) => {}
+        // S3 in us-east-1 answers 200 to creating a bucket the caller already owns (a legacy of
+        // that region); every other region answers 409 BucketAlreadyOwnedByYou.
+        Err(StoreError::BucketAlreadyOwnedByYou(_)) if shared.config.region == "us-east-1" => {}
+        Err(e) => return Err(e.into()),
+    }
     x.begin(200, request_id);
     set(x.headers(), "location", &format!("/{bucket}"));
     x.send_empty().await
