@@ -224,6 +224,12 @@ done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key="big", UploadId=uid
                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
 md5s = hashlib.md5(hashlib.md5(part1).digest() + hashlib.md5(body[:1234]).digest()).hexdigest()
 check(done["ETag"] == f'"{md5s}-2"', f"multipart ETag {done['ETag']}")
+again = s3.complete_multipart_upload(Bucket="e2e-bucket", Key="big", UploadId=uid,
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+check(again["ETag"] == done["ETag"], "CompleteMultipartUpload sent again answers the same result")
+check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key="big", UploadId=uid,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}]})[0] == "NoSuchUpload",
+      "a repeat with other parts is NoSuchUpload")
 whole = s3.get_object(Bucket="e2e-bucket", Key="big")
 check(whole["Body"].read() == part1 + body[:1234] and whole["Metadata"] == {"m": "1"}, "multipart object")
 # Multipart checksums, combined from the parts' checksums at completion, as S3 does: COMPOSITE is the

@@ -830,9 +830,18 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
         })
         .collect();
     let info = blocking(|| {
-        shared
+        match shared
             .store
             .complete_multipart_upload(&bucket, &key, &upload_id, &parts, None)
+        {
+            // Completed before (its answer lost on the way): S3 answers the repeat with the
+            // same result while the object is the one that completion made.
+            Err(StoreError::NoSuchUpload(id)) => shared
+                .store
+                .already_completed(&bucket, &key, &parts)?
+                .ok_or(StoreError::NoSuchUpload(id)),
+            other => other,
+        }
     })?;
     let (checksums, checksum_type) = completed_checksum(info.checksum.as_ref());
     let doc = CompleteMultipartUploadResult {

@@ -307,6 +307,26 @@ impl Store {
         Ok(page)
     }
 
+    /// The object a CompleteMultipartUpload of `parts` already made, for a completion sent again
+    /// after the upload is gone (a client retrying a completion whose answer it lost): the object
+    /// at `key` if it is a multipart object with as many parts and the ETag those part ETags give.
+    /// S3 answers such a repeat with the same result.
+    pub fn already_completed(
+        &self,
+        bucket: &str,
+        key: &str,
+        parts: &[CompletedPart],
+    ) -> Result<Option<ObjectInfo>> {
+        let info = match self.head_object(bucket, key) {
+            Ok(info) => info,
+            Err(StoreError::NoSuchKey { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let etag = multipart_etag(parts.iter().map(|p| p.etag.as_str()));
+        let same = info.parts.len() == parts.len() && same_etag(&info.etag, &etag);
+        Ok(same.then_some(info))
+    }
+
     /// Completes an upload from the client's ordered part list: each part must exist with a matching
     /// ETag (`InvalidPart`), numbers must ascend (`InvalidPartOrder`), every part but the last must be
     /// at least the minimum part size (`EntityTooSmall`). The listed part files become the object's
