@@ -206,6 +206,7 @@ impl RunningServer {
         let all = self.shared.config.limits.max_connections as u32;
         let grace = self.shared.config.limits.shutdown_grace;
         let _ = tokio::time::timeout(grace, self.connections.acquire_many(all)).await;
+        self.shared.access_log.flush();
     }
 }
 
