@@ -6,6 +6,7 @@ import base64
 import datetime
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -281,7 +282,35 @@ try:
     urllib.request.urlopen(expired)
     raise AssertionError("an expired presigned URL worked")
 except urllib.error.HTTPError as e:
-    check(e.code == 403 and b"AccessDenied" in e.read(), "expired presigned URL → 403 AccessDenied")
+    doc = e.read()
+    check(e.code == 403 and b"<Code>AccessDenied</Code>" in doc and b"<Message>Request has expired</Message>" in doc
+          and b"<X-Amz-Expires>1</X-Amz-Expires>" in doc and b"<ServerTime>" in doc,
+          f"expired presigned URL → 403 AccessDenied, as S3 words it: {doc!r}")
+# An expired presigned PUT stores nothing.
+expired_put = s3.generate_presigned_url("put_object", Params={"Bucket": "e2e-bucket", "Key": "late"}, ExpiresIn=1)
+time.sleep(2)
+try:
+    urllib.request.urlopen(urllib.request.Request(expired_put, data=b"too late", method="PUT"))
+    raise AssertionError("an expired presigned PUT worked")
+except urllib.error.HTTPError as e:
+    check(e.code == 403 and b"Request has expired" in e.read(), "expired presigned PUT → 403")
+check(error_code(s3.head_object, Bucket="e2e-bucket", Key="late")[1] == 404, "and stored nothing")
+
+
+# X-Amz-Expires out of S3's range, as S3 answers each (the lifetime is checked before the signature).
+def with_expires(url, value):
+    return re.sub(r"X-Amz-Expires=[^&]*", f"X-Amz-Expires={value}", url)
+
+
+for value, status, code, words in ((604801, 400, b"AuthorizationQueryParametersError", b"must be less than a week"),
+                                   (-1, 400, b"AuthorizationQueryParametersError", b"must be non-negative"),
+                                   (0, 403, b"AccessDenied", b"Request has expired")):
+    try:
+        urllib.request.urlopen(with_expires(url, value))
+        raise AssertionError(f"X-Amz-Expires={value} was accepted")
+    except urllib.error.HTTPError as e:
+        doc = e.read()
+        check(e.code == status and code in doc and words in doc, f"X-Amz-Expires={value}: {e.code} {doc!r}")
 
 # Bad signature
 bad = client(secret="not-the-secret")

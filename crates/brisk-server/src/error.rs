@@ -3,7 +3,7 @@
 //! codec, SigV4, XML), never by matching strings.
 
 use brisk_wire::http::HttpError;
-use brisk_wire::sigv4::AuthError;
+use brisk_wire::sigv4::{AccessDeniedReason, AuthError};
 use brisk_wire::xml::XmlParseError;
 
 use crate::store::StoreError;
@@ -128,9 +128,36 @@ impl From<HttpError> for S3Error {
     }
 }
 
+/// `2026-11-24T23:10:00Z` from an `x-amz-date` instant.
+fn iso8601(date: &brisk_wire::sigv4::AmzDate) -> String {
+    let t = date.as_str(); // YYYYMMDDTHHMMSSZ
+    format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        &t[0..4],
+        &t[4..6],
+        &t[6..8],
+        &t[9..11],
+        &t[11..13],
+        &t[13..15]
+    )
+}
+
 impl From<AuthError> for S3Error {
     fn from(e: AuthError) -> Self {
         let mut error = Self::new(e.s3_code(), e.http_status(), e.to_string());
+        if let AuthError::AccessDenied(AccessDeniedReason::Expired {
+            expires,
+            expired_at,
+            now,
+        }) = &e
+        {
+            // S3's document for an expired presigned URL names the lifetime and both instants.
+            error.message = "Request has expired".to_owned();
+            return error
+                .with("X-Amz-Expires", expires.to_string())
+                .with("Expires", iso8601(expired_at))
+                .with("ServerTime", iso8601(now));
+        }
         if let AuthError::SignatureDoesNotMatch {
             canonical_request,
             string_to_sign,

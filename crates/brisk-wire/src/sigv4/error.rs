@@ -30,8 +30,12 @@ pub enum AccessDeniedReason {
     MissingAuthentication,
     /// Neither `x-amz-date` (header signing) nor `X-Amz-Date` (presigned) is present.
     MissingDate,
-    /// A presigned URL is used after `X-Amz-Date + X-Amz-Expires`.
-    Expired { expired_at: AmzDate, now: AmzDate },
+    /// A presigned URL is used after `X-Amz-Date + X-Amz-Expires` (or has `X-Amz-Expires=0`).
+    Expired {
+        expires: u64,
+        expired_at: AmzDate,
+        now: AmzDate,
+    },
     /// A presigned URL dated more than the allowed skew in the future.
     NotYetValid { valid_from: AmzDate, now: AmzDate },
     /// `x-amz-*` headers were sent without being signed: S3 refuses them so that a third party cannot
@@ -46,12 +50,8 @@ impl std::fmt::Display for AccessDeniedReason {
             Self::MissingDate => {
                 f.write_str("AWS authentication requires a valid Date or x-amz-date header")
             }
-            Self::Expired { expired_at, now } => {
-                write!(
-                    f,
-                    "Request has expired (expired at {expired_at}, now {now})"
-                )
-            }
+            // S3's message; the instants go in the error document's own elements.
+            Self::Expired { .. } => f.write_str("Request has expired"),
             Self::NotYetValid { valid_from, now } => {
                 write!(
                     f,
@@ -98,7 +98,7 @@ pub enum AuthError {
     #[error("The authorization header is malformed: {reason}")]
     AuthorizationHeaderMalformed { reason: String },
     /// The presigned query parameters cannot be parsed or are out of bounds.
-    #[error("Error parsing the X-Amz-Credential parameters: {reason}")]
+    #[error("{reason}")]
     AuthorizationQueryParametersError { reason: String },
     /// A header the request needs is absent (the security token of temporary credentials,
     /// `x-amz-content-sha256` for header signing).
@@ -177,6 +177,7 @@ mod tests {
         );
         let now = AmzDate::parse("20130524T000000Z").unwrap();
         let e = AuthError::AccessDenied(AccessDeniedReason::Expired {
+            expires: 60,
             expired_at: now,
             now,
         });

@@ -36,7 +36,7 @@ pub use canonical::{SignableRequest, encode_key_path};
 pub use chunked::{ChunkHeader, ChunkSigner, UnsignedChunkEncoder};
 pub use credentials::{Credentials, SigningKey};
 pub use decoder::{AwsChunkedDecoder, ChunkedMode, Trailer};
-pub use error::{AuthError, SigningError};
+pub use error::{AccessDeniedReason, AuthError, SigningError};
 pub use presign::PresignedQuery;
 pub use sign::{PayloadHash, SignedRequest, Signer};
 pub use time::AmzDate;

@@ -370,19 +370,25 @@ impl<P: CredentialsProvider> Verifier<P> {
             .ok_or_else(|| bad(format!("{X_AMZ_SIGNATURE} must be 64 hex digits")))?;
         let date = AmzDate::parse(&date_text)
             .ok_or_else(|| bad(format!("{X_AMZ_DATE} must be in the ISO8601 long format")))?;
-        let expires: u64 = expires_text
+        // S3's answers: a negative or over-a-week lifetime is a 400 with these messages; 0 is
+        // accepted and has expired at once (403 AccessDenied, "Request has expired").
+        let max = MAX_PRESIGN_EXPIRES.as_secs();
+        let expires: i64 = expires_text
             .parse()
-            .ok()
-            .filter(|e| (1..=MAX_PRESIGN_EXPIRES.as_secs()).contains(e))
-            .ok_or_else(|| {
-                bad(format!(
-                    "{X_AMZ_EXPIRES} must be a number of seconds from 1 to {}",
-                    MAX_PRESIGN_EXPIRES.as_secs()
-                ))
-            })?;
+            .map_err(|_| bad(format!("{X_AMZ_EXPIRES} should be a number")))?;
+        if expires < 0 {
+            return Err(bad(format!("{X_AMZ_EXPIRES} must be non-negative")));
+        }
+        let expires = expires as u64;
+        if expires > max {
+            return Err(bad(format!(
+                "{X_AMZ_EXPIRES} must be less than a week (in seconds); that is, the given \
+                 {X_AMZ_EXPIRES} must be less than {max} seconds"
+            )));
+        }
         let scope = parse_credential(&credential).ok_or_else(|| {
             bad(format!(
-                "{X_AMZ_CREDENTIAL} is not AKID/YYYYMMDD/region/service/aws4_request"
+                "Error parsing the {X_AMZ_CREDENTIAL} parameter; it is not AKID/YYYYMMDD/region/service/aws4_request"
             ))
         })?;
         self.check_scope(&scope, &date).map_err(bad)?;
@@ -395,8 +401,9 @@ impl<P: CredentialsProvider> Verifier<P> {
         let expired_at = date
             .add_seconds(expires as i64)
             .ok_or_else(|| bad(format!("{X_AMZ_EXPIRES} overflows")))?;
-        if now.unix_seconds() > expired_at.unix_seconds() {
+        if now.unix_seconds() > expired_at.unix_seconds() || expires == 0 {
             return Err(AuthError::AccessDenied(AccessDeniedReason::Expired {
+                expires,
                 expired_at,
                 now,
             }));
