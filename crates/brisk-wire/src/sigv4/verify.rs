@@ -315,9 +315,7 @@ impl<P: CredentialsProvider> Verifier<P> {
                 ),
             }
         })?;
-        let date = header(request, "x-amz-date")
-            .and_then(|d| std::str::from_utf8(d).ok())
-            .and_then(|d| AmzDate::parse(d.trim()))
+        let date = request_date(request)
             .ok_or(AuthError::AccessDenied(AccessDeniedReason::MissingDate))?;
         self.check_scope(&scope, &date)
             .map_err(|reason| AuthError::AuthorizationHeaderMalformed { reason })?;
@@ -527,6 +525,27 @@ impl<P: CredentialsProvider> Verifier<P> {
 }
 
 /// The first value of header `name` (case-insensitive).
+/// The instant a header-signed request was signed at: `x-amz-date` when present (it takes
+/// precedence), else the `Date` header, in SigV4's `YYYYMMDDTHHMMSSZ` or an HTTP date
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`), as S3 accepts. Either way the string to sign carries it in
+/// SigV4's format.
+fn request_date(request: &SignableRequest<'_>) -> Option<AmzDate> {
+    let text = |name| {
+        header(request, name)
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .map(str::trim)
+    };
+    if let Some(amz) = text("x-amz-date") {
+        return AmzDate::parse(amz);
+    }
+    let date = text("date")?;
+    AmzDate::parse(date).or_else(|| {
+        httpdate::parse_http_date(date)
+            .ok()
+            .and_then(|t| AmzDate::from_system_time(t).ok())
+    })
+}
+
 fn header<'a>(request: &SignableRequest<'a>, name: &str) -> Option<&'a [u8]> {
     request
         .headers
