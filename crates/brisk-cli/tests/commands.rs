@@ -75,13 +75,20 @@ impl Run {
 struct Brisk {
     url: String,
     home: PathBuf,
+    /// Which server the commands run against: "brisk" or "minio".
+    server: &'static str,
 }
 
 impl Brisk {
     fn new(url: &str, home: &Path) -> Self {
+        Self::on("brisk", url, home)
+    }
+
+    fn on(server: &'static str, url: &str, home: &Path) -> Self {
         Self {
             url: url.to_owned(),
             home: home.to_owned(),
+            server,
         }
     }
 
@@ -240,7 +247,10 @@ macro_rules! on_both_servers {
                     super::ACCESS_KEY,
                     super::SECRET_KEY,
                 );
-                super::$name(&super::Brisk::new(&server.url, dir.path()), dir.path());
+                super::$name(
+                    &super::Brisk::on("minio", &server.url, dir.path()),
+                    dir.path(),
+                );
             }
         }
     };
@@ -250,7 +260,13 @@ fn buckets_are_made_listed_and_removed(brisk: &Brisk, _dir: &Path) {
     let made = brisk.run(&["mb", "s3://alpha"]).ok();
     assert_eq!(made.text(), "make_bucket: alpha\n");
     brisk.run(&["mb", "s3://beta", "--json"]).ok();
-    brisk.run(&["mb", "s3://alpha"]).failed_with(1);
+    // Making a bucket you own again: S3 in us-east-1 (brisk serve's region here) answers 200, as
+    // `aws s3 mb` shows; MinIO answers 409 BucketAlreadyOwnedByYou, as S3's other regions do.
+    if brisk.server == "minio" {
+        brisk.run(&["mb", "s3://alpha"]).failed_with(1);
+    } else {
+        brisk.run(&["mb", "s3://alpha"]).ok();
+    }
 
     let text = brisk.run(&["ls"]).ok().text();
     let names: Vec<&str> = text
