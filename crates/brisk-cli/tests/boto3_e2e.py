@@ -221,6 +221,17 @@ parts = s3.list_parts(Bucket="e2e-bucket", Key="big", UploadId=uid)["Parts"]
 check([(p["PartNumber"], p["Size"]) for p in parts] == [(1, 5 << 20), (2, 1234)], "ListParts")
 ups = s3.list_multipart_uploads(Bucket="e2e-bucket")["Uploads"]
 check([u["UploadId"] for u in ups] == [uid], "ListMultipartUploads")
+# ListMultipartUploads with a delimiter: keys under a common prefix rolled up, paging across both.
+rolled = {k: s3.create_multipart_upload(Bucket="e2e-other", Key=k)["UploadId"] for k in ("up/a/1", "up/a/2", "up/b", "up/c/1")}
+d = s3.list_multipart_uploads(Bucket="e2e-other", Prefix="up/", Delimiter="/")
+check([p["Prefix"] for p in d.get("CommonPrefixes", [])] == ["up/a/", "up/c/"] and [u["Key"] for u in d["Uploads"]] == ["up/b"],
+      f"ListMultipartUploads with a delimiter: {d.get('CommonPrefixes')} {d.get('Uploads')}")
+pages = list(s3.get_paginator("list_multipart_uploads").paginate(Bucket="e2e-other", Prefix="up/", Delimiter="/",
+                                                                  PaginationConfig={"PageSize": 1}))
+entries = [p["Prefix"] for pg in pages for p in pg.get("CommonPrefixes", [])] + [u["Key"] for pg in pages for u in pg.get("Uploads", [])]
+check(sorted(entries) == ["up/a/", "up/b", "up/c/"] and len(pages) == 3, f"paged with a delimiter: {len(pages)} pages {entries}")
+for k, u in rolled.items():
+    s3.abort_multipart_upload(Bucket="e2e-other", Key=k, UploadId=u)
 done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key="big", UploadId=uid,
                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
 md5s = hashlib.md5(hashlib.md5(part1).digest() + hashlib.md5(body[:1234]).digest()).hexdigest()

@@ -367,6 +367,10 @@ async fn list_uploads(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
             .filter(|s| !s.is_empty())
             .map(str::to_owned),
         max_uploads,
+        delimiter: q
+            .get("delimiter")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned),
     };
     let page = blocking(|| {
         r.shared
@@ -380,7 +384,7 @@ async fn list_uploads(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
         next_key_marker: page.next_key_marker,
         next_upload_id_marker: page.next_upload_id_marker,
         prefix: Some(query.prefix.clone()),
-        delimiter: None,
+        delimiter: query.delimiter.clone(),
         max_uploads: max_uploads as u32,
         is_truncated: page.is_truncated,
         encoding_type: encoding_type(q)?,
@@ -398,7 +402,7 @@ async fn list_uploads(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
                 checksum_type: None,
             })
             .collect(),
-        common_prefixes: Vec::new(),
+        common_prefixes: page.common_prefixes,
     };
     x.begin(200, r.request_id);
     x.send_xml(&doc).await

@@ -376,6 +376,63 @@ fn list_uploads_with_prefix_and_markers() {
     assert_eq!(seen, expected);
 }
 
+/// With a delimiter, uploads of keys under a common prefix are rolled up into it, prefixes and
+/// uploads share the page size, and paging with the returned markers visits every entry once.
+#[test]
+fn list_uploads_with_a_delimiter() {
+    let (_dir, store) = store();
+    for key in ["a/1", "a/2", "a/x/3", "b", "c/1", "c/2", "d"] {
+        store
+            .create_multipart_upload("bkt", key, ObjectAttributes::default(), None)
+            .unwrap();
+    }
+    let whole = store
+        .list_multipart_uploads(
+            "bkt",
+            &UploadQuery {
+                delimiter: Some("/".into()),
+                ..UploadQuery::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(whole.common_prefixes, ["a/", "c/"]);
+    let keys: Vec<_> = whole.uploads.iter().map(|u| u.key.as_str()).collect();
+    assert_eq!(keys, ["b", "d"]);
+
+    let under_a = store
+        .list_multipart_uploads(
+            "bkt",
+            &UploadQuery {
+                prefix: "a/".into(),
+                delimiter: Some("/".into()),
+                ..UploadQuery::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(under_a.common_prefixes, ["a/x/"]);
+    let keys: Vec<_> = under_a.uploads.iter().map(|u| u.key.as_str()).collect();
+    assert_eq!(keys, ["a/1", "a/2"]);
+
+    // Pages of 1: a/, b, c/, d, each once.
+    let mut query = UploadQuery {
+        delimiter: Some("/".into()),
+        max_uploads: 1,
+        ..UploadQuery::default()
+    };
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let page = store.list_multipart_uploads("bkt", &query).unwrap();
+        seen.extend(page.common_prefixes.iter().cloned());
+        seen.extend(page.uploads.iter().map(|u| u.key.clone()));
+        if !page.is_truncated {
+            break;
+        }
+        query.key_marker = page.next_key_marker;
+        query.upload_id_marker = page.next_upload_id_marker;
+    }
+    assert_eq!(seen, ["a/", "b", "c/", "d"]);
+}
+
 /// An object completed from several parts is its part files (segments): a copy shares them, a
 /// ranged read crosses them, reopening the store keeps them (the recovery sweep sees them
 /// referenced), and they go only when the last object using them goes.

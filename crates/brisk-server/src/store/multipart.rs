@@ -81,8 +81,11 @@ pub struct UploadQuery {
     pub key_marker: Option<String>,
     /// With `key_marker`: also uploads of that key whose id is greater than this.
     pub upload_id_marker: Option<String>,
-    /// Most uploads to return, capped at [`MAX_UPLOADS_PER_PAGE`].
+    /// Most uploads to return, capped at [`MAX_UPLOADS_PER_PAGE`] (common prefixes count too).
     pub max_uploads: usize,
+    /// Keys holding this after the prefix are rolled up into one common prefix (up to and
+    /// including the delimiter), as ListObjects does.
+    pub delimiter: Option<String>,
 }
 
 impl Default for UploadQuery {
@@ -92,6 +95,7 @@ impl Default for UploadQuery {
             key_marker: None,
             upload_id_marker: None,
             max_uploads: MAX_UPLOADS_PER_PAGE,
+            delimiter: None,
         }
     }
 }
@@ -118,8 +122,11 @@ pub struct UploadsPage {
     pub is_truncated: bool,
     /// `key_marker` for the next page, when truncated.
     pub next_key_marker: Option<String>,
-    /// `upload_id_marker` for the next page, when truncated.
+    /// `upload_id_marker` for the next page, when truncated (none when the page ends with a
+    /// common prefix).
     pub next_upload_id_marker: Option<String>,
+    /// The common prefixes (with a delimiter), in key order.
+    pub common_prefixes: Vec<String>,
 }
 
 fn validate_part_number(part_number: u32) -> Result<()> {
@@ -282,20 +289,48 @@ impl Store {
         }
 
         let mut page = UploadsPage::default();
+        let delimiter = query.delimiter.as_deref().filter(|d| !d.is_empty());
+        // A key marker that is a common prefix (the last entry of the previous page) skips every
+        // key under it.
+        let skip_under = query
+            .key_marker
+            .as_deref()
+            .filter(|m| delimiter.is_some_and(|d| m.ends_with(d)));
+        // The page's last entry: an upload (key, id) or a common prefix (prefix, None).
+        let mut last: Option<(String, Option<String>)> = None;
         let range =
             uploads.range::<(&[u8], &str)>((lower, Bound::Excluded((end.as_slice(), ""))))?;
         for entry in range {
             let (id, record) = entry?;
             let (object_key, upload_id) = id.value();
-            if page.uploads.len() == max_uploads {
-                page.is_truncated = true;
-                let last = page.uploads.last().expect("max_uploads > 0 when truncated");
-                page.next_key_marker = Some(last.key.clone());
-                page.next_upload_id_marker = Some(last.upload_id.clone());
-                break;
-            }
             let key = std::str::from_utf8(&object_key[key_offset..])
                 .map_err(|_| StoreError::CorruptMetadata("key is not UTF-8"))?;
+            if skip_under.is_some_and(|m| key.starts_with(m)) {
+                continue;
+            }
+            let rolled_up = delimiter.and_then(|d| {
+                let rest = &key[query.prefix.len()..];
+                rest.find(d)
+                    .map(|at| key[..query.prefix.len() + at + d.len()].to_owned())
+            });
+            if let Some(common) = &rolled_up
+                && page.common_prefixes.last() == Some(common)
+            {
+                continue;
+            }
+            if page.uploads.len() + page.common_prefixes.len() == max_uploads {
+                page.is_truncated = true;
+                let (key, id) = last.take().expect("max_uploads > 0 when truncated");
+                page.next_key_marker = Some(key);
+                page.next_upload_id_marker = id;
+                break;
+            }
+            if let Some(common) = rolled_up {
+                last = Some((common.clone(), None));
+                page.common_prefixes.push(common);
+                continue;
+            }
+            last = Some((key.to_owned(), Some(upload_id.to_owned())));
             let record = meta::decode_upload(record.value())?;
             page.uploads.push(UploadInfo {
                 key: key.to_owned(),
