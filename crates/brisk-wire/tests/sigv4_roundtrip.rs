@@ -359,7 +359,7 @@ fn presigned_urls_expire_and_bound_their_lifetime() {
 
     for (from, to) in [
         ("X-Amz-Expires=3600", "X-Amz-Expires=604801"),
-        ("X-Amz-Expires=3600", "X-Amz-Expires=0"),
+        ("X-Amz-Expires=3600", "X-Amz-Expires=-1"),
         ("X-Amz-Expires=3600", "X-Amz-Expires=abc"),
         (
             "X-Amz-Algorithm=AWS4-HMAC-SHA256",
@@ -379,6 +379,14 @@ fn presigned_urls_expire_and_bound_their_lifetime() {
             "{to}: {got}"
         );
     }
+
+    // A lifetime of zero seconds is valid syntax that expired at once: S3
+    // answers 403 AccessDenied "Request has expired", not a parameter error.
+    let mut r = good.clone();
+    r.query = r.query.replacen("X-Amz-Expires=3600", "X-Amz-Expires=0", 1);
+    let got = r.verify(&verifier, t).unwrap_err();
+    assert_eq!(got.s3_code(), "AccessDenied", "{got}");
+    assert!(got.to_string().contains("Request has expired"), "{got}");
 
     // Temporary credentials: the token travels in the query and must match.
     let case = simple_case(Kind::Presign, Some("tok"));
