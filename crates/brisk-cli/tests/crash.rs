@@ -80,3 +80,306 @@ fn sigkill_during_an_upload_leaves_no_partial_object() {
         "the restart swept the partial bodies"
     );
 }
+
+/// A small deterministic generator (xorshift64*), so a failing run can be replayed from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The body of version `version` of `key`: a header naming both, then bytes derived from them, so a
+/// body read back can be checked without keeping a copy of what was written.
+fn versioned_body(key: &str, version: u64, len: usize) -> Vec<u8> {
+    let mut body = format!("{key}@{version}#").into_bytes();
+    let mut state =
+        Rng(0x9e37_79b9_7f4a_7c15 ^ version.wrapping_mul(0x100_0000_01b3) ^ key.len() as u64);
+    while body.len() < len {
+        body.extend_from_slice(&state.next().to_le_bytes());
+    }
+    body.truncate(len.max(key.len() + 24));
+    body
+}
+
+/// Which version of `key` a body read back holds, if it is exactly one that was written.
+fn version_of(key: &str, body: &[u8]) -> Option<u64> {
+    let end = body.iter().take(256).position(|&b| b == b'#')?;
+    let header = std::str::from_utf8(&body[..end]).ok()?;
+    let version = header.strip_prefix(key)?.strip_prefix('@')?.parse().ok()?;
+    (versioned_body(key, version, body.len()) == body).then_some(version)
+}
+
+/// What one writer did to one key across all rounds: the versions the server acknowledged and the
+/// versions it was sent (a version sent but not acknowledged may or may not have landed).
+#[derive(Default, Clone)]
+struct KeyHistory {
+    last_acknowledged: Option<u64>,
+    last_sent: Option<u64>,
+}
+
+/// Sends one request and returns the status and body, or `None` if the connection failed (the server
+/// was killed mid-request).
+fn try_request(url: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, Vec<u8>)> {
+    try_exchange(url, method, path, body).map(|(status, _, body)| (status, body))
+}
+
+/// [`try_request`], with the response head as text as well.
+fn try_exchange(
+    url: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> Option<(u16, String, Vec<u8>)> {
+    let mut s = TcpStream::connect(host_port(url)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        host_port(url),
+        body.len()
+    );
+    s.write_all(head.as_bytes()).ok()?;
+    s.write_all(body).ok()?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).ok()?;
+    let start = out.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let status = std::str::from_utf8(out.get(9..12)?).ok()?.parse().ok()?;
+    let head = String::from_utf8_lossy(&out[..start]).into_owned();
+    Some((status, head, out[start..].to_vec()))
+}
+
+fn xml_value<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
+    let open = format!("<{tag}>");
+    let start = xml.find(&open)? + open.len();
+    Some(&xml[start..start + xml[start..].find("</")?])
+}
+
+/// Writes `body` as `key` with a two-part multipart upload (5 MiB, then the rest). Returns whether
+/// the completion was acknowledged (or the refusal); `None` when the server went away part way.
+fn multipart_put(url: &str, key: &str, body: &[u8]) -> Option<Result<(), String>> {
+    let refused = |what: &str, status: u16, body: &[u8]| {
+        Some(Err(format!(
+            "{what}: {status} {}",
+            String::from_utf8_lossy(body)
+        )))
+    };
+    let (status, created) = try_request(url, "POST", &format!("/rounds/{key}?uploads"), b"")?;
+    if status != 200 {
+        return refused("create", status, &created);
+    }
+    let created = String::from_utf8_lossy(&created).into_owned();
+    let upload_id = xml_value(&created, "UploadId")?.to_string();
+    let split = 5 << 20;
+    let mut parts = String::new();
+    for (number, piece) in [(1, &body[..split]), (2, &body[split..])] {
+        let (status, head, answer) = try_exchange(
+            url,
+            "PUT",
+            &format!("/rounds/{key}?partNumber={number}&uploadId={upload_id}"),
+            piece,
+        )?;
+        if status != 200 {
+            return refused("part", status, &answer);
+        }
+        let etag = head.lines().find_map(|l| {
+            l.strip_prefix("etag: ")
+                .or_else(|| l.strip_prefix("ETag: "))
+        })?;
+        parts.push_str(&format!(
+            "<Part><PartNumber>{number}</PartNumber><ETag>{etag}</ETag></Part>"
+        ));
+    }
+    let complete = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
+    let (status, answer) = try_request(
+        url,
+        "POST",
+        &format!("/rounds/{key}?uploadId={upload_id}"),
+        complete.as_bytes(),
+    )?;
+    // A completion answers 200 before its body; an error inside the 200 body is a failure.
+    if status != 200 || String::from_utf8_lossy(&answer).contains("<Error>") {
+        return refused("complete", status, &answer);
+    }
+    Some(Ok(()))
+}
+
+/// One writer: overwrites its own keys with new versions, single PUTs and multipart uploads mixed,
+/// until a request fails because the server is gone. Returns the updated histories.
+fn writer(
+    url: String,
+    writer: usize,
+    seed: u64,
+    mut keys: Vec<KeyHistory>,
+    next_version: u64,
+) -> Vec<KeyHistory> {
+    let mut rng = Rng(seed | 1);
+    let mut version = next_version;
+    loop {
+        let slot = rng.below(keys.len() as u64) as usize;
+        let key = format!("w{writer}/k{slot}");
+        version += 1;
+        let multipart = rng.below(4) == 0;
+        let len = if multipart {
+            (5 << 20) + 1 + rng.below(1 << 20) as usize
+        } else {
+            1 + rng.below(1 << 20) as usize
+        };
+        let body = versioned_body(&key, version, len);
+        keys[slot].last_sent = Some(version);
+        let acknowledged = if multipart {
+            multipart_put(&url, &key, &body)
+        } else {
+            try_request(&url, "PUT", &format!("/rounds/{key}"), &body).map(|(status, answer)| {
+                (status == 200)
+                    .then_some(())
+                    .ok_or_else(|| format!("{status} {}", String::from_utf8_lossy(&answer)))
+            })
+        };
+        match acknowledged {
+            Some(Ok(())) => keys[slot].last_acknowledged = Some(version),
+            Some(Err(refusal)) => {
+                panic!("the server refused a PUT of {key} while running: {refusal}")
+            }
+            None => return keys,
+        }
+    }
+}
+
+/// After a restart: every acknowledged write reads back whole (its version or a later one sent), no
+/// listed object is torn, listing and GET agree, `tmp/` is empty, and interrupted multipart uploads
+/// are listed (then aborted here) or gone.
+fn check_after_restart(url: &str, root: &std::path::Path, histories: &[Vec<KeyHistory>]) -> usize {
+    assert_eq!(
+        std::fs::read_dir(root.join("tmp")).unwrap().count(),
+        0,
+        "the restart swept every temporary file"
+    );
+    let mut readable = std::collections::BTreeMap::new();
+    for (w, keys) in histories.iter().enumerate() {
+        for (slot, history) in keys.iter().enumerate() {
+            let key = format!("w{w}/k{slot}");
+            let (status, body) = request(url, "GET", &format!("/rounds/{key}"), b"");
+            match status {
+                200 => {
+                    let version = version_of(&key, &body).unwrap_or_else(|| {
+                        panic!("{key}: a torn or foreign body of {} bytes", body.len())
+                    });
+                    assert!(
+                        history.last_acknowledged.is_none_or(|a| version >= a),
+                        "{key}: version {version} read back, but {:?} was acknowledged",
+                        history.last_acknowledged
+                    );
+                    assert!(
+                        history.last_sent.is_some_and(|s| version <= s),
+                        "{key}: version {version} was never sent"
+                    );
+                    readable.insert(key, body.len() as u64);
+                }
+                404 => assert!(
+                    history.last_acknowledged.is_none(),
+                    "{key}: acknowledged version {:?} lost",
+                    history.last_acknowledged
+                ),
+                other => panic!(
+                    "{key}: GET answered {other}: {}",
+                    String::from_utf8_lossy(&body)
+                ),
+            }
+        }
+    }
+
+    // The listing names exactly the readable keys, with their sizes.
+    let (status, listing) = request(url, "GET", "/rounds?list-type=2&max-keys=1000", b"");
+    assert_eq!(status, 200);
+    let listing = String::from_utf8_lossy(&listing).into_owned();
+    let mut listed = std::collections::BTreeMap::new();
+    for entry in listing.split("<Contents>").skip(1) {
+        let key = xml_value(entry, "Key").unwrap().to_string();
+        let size: u64 = xml_value(entry, "Size").unwrap().parse().unwrap();
+        listed.insert(key, size);
+    }
+    assert_eq!(listed, readable, "listing and GET agree");
+
+    // Interrupted multipart uploads are still listed (S3 keeps them until aborted): abort them.
+    let (status, uploads) = request(url, "GET", "/rounds?uploads", b"");
+    assert_eq!(status, 200);
+    let uploads = String::from_utf8_lossy(&uploads).into_owned();
+    let mut aborted = 0;
+    for upload in uploads.split("<Upload>").skip(1) {
+        let key = xml_value(upload, "Key").unwrap();
+        let id = xml_value(upload, "UploadId").unwrap();
+        let (status, body) = request(url, "DELETE", &format!("/rounds/{key}?uploadId={id}"), b"");
+        assert_eq!(status, 204, "{}", String::from_utf8_lossy(&body));
+        aborted += 1;
+    }
+    aborted
+}
+
+#[test]
+fn sigkill_at_random_moments_under_concurrent_puts_loses_no_acknowledged_write() {
+    const WRITERS: usize = 4;
+    const KEYS_PER_WRITER: usize = 4;
+    const ROUNDS: u64 = 5;
+    let seed = std::env::var("BRISK_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("crash rounds: BRISK_CRASH_SEED={seed}");
+    let mut rng = Rng(seed | 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("data");
+    let mut histories = vec![vec![KeyHistory::default(); KEYS_PER_WRITER]; WRITERS];
+    {
+        let server = ServeProcess::start(&root, &["--anonymous"]);
+        assert_eq!(request(&server.url, "PUT", "/rounds", b"").0, 200);
+    }
+    for round in 0..ROUNDS {
+        let mut server = ServeProcess::start(&root, &["--anonymous"]);
+        let aborted = check_after_restart(&server.url, &root, &histories);
+        eprintln!(
+            "round {round}: restarted, checked, {aborted} interrupted multipart uploads aborted"
+        );
+        let writers: Vec<_> = histories
+            .iter()
+            .enumerate()
+            .map(|(w, keys)| {
+                let (url, keys, seed) = (server.url.clone(), keys.clone(), rng.next());
+                // Versions grow across rounds: round r writes versions from r * 1_000_000.
+                std::thread::spawn(move || writer(url, w, seed, keys, round * 1_000_000))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300 + rng.below(1200)));
+        server.kill();
+        histories = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let acknowledged: usize = histories
+            .iter()
+            .flatten()
+            .filter(|h| h.last_acknowledged.is_some())
+            .count();
+        let sent: u64 = histories
+            .iter()
+            .flatten()
+            .filter_map(|h| h.last_sent.filter(|&v| v > round * 1_000_000))
+            .map(|v| v - round * 1_000_000)
+            .max()
+            .unwrap_or(0);
+        eprintln!(
+            "round {round}: killed after up to {sent} writes per writer; {acknowledged} keys hold an acknowledged version"
+        );
+    }
+    let server = ServeProcess::start(&root, &["--anonymous"]);
+    check_after_restart(&server.url, &root, &histories);
+}
