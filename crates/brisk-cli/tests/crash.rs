@@ -4,35 +4,12 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
 use support::ServeProcess;
-
-fn host_port(url: &str) -> &str {
-    url.trim_start_matches("http://")
-}
-
-/// Sends one request over a new connection and returns the status and body.
-fn request(url: &str, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(host_port(url)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        host_port(url),
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let text = String::from_utf8_lossy(&out);
-    let status = text[9..12].parse().unwrap();
-    let start = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    (status, out[start..].to_vec())
-}
+use support::raw::{request, try_exchange, try_request, xml_value};
 
 #[test]
 fn sigkill_during_an_upload_leaves_no_partial_object() {
@@ -49,7 +26,7 @@ fn sigkill_during_an_upload_leaves_no_partial_object() {
     let total = 8u64 << 20;
     let mut streams = Vec::new();
     for key in ["new", "old"] {
-        let mut s = TcpStream::connect(host_port(&server.url)).unwrap();
+        let mut s = TcpStream::connect(server.url.trim_start_matches("http://")).unwrap();
         write!(
             s,
             "PUT /crash-bucket/{key} HTTP/1.1\r\nHost: x\r\nContent-Length: {total}\r\n\r\n"
@@ -123,42 +100,6 @@ fn version_of(key: &str, body: &[u8]) -> Option<u64> {
 struct KeyHistory {
     last_acknowledged: Option<u64>,
     last_sent: Option<u64>,
-}
-
-/// Sends one request and returns the status and body, or `None` if the connection failed (the server
-/// was killed mid-request).
-fn try_request(url: &str, method: &str, path: &str, body: &[u8]) -> Option<(u16, Vec<u8>)> {
-    try_exchange(url, method, path, body).map(|(status, _, body)| (status, body))
-}
-
-/// [`try_request`], with the response head as text as well.
-fn try_exchange(
-    url: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> Option<(u16, String, Vec<u8>)> {
-    let mut s = TcpStream::connect(host_port(url)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        host_port(url),
-        body.len()
-    );
-    s.write_all(head.as_bytes()).ok()?;
-    s.write_all(body).ok()?;
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).ok()?;
-    let start = out.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let status = std::str::from_utf8(out.get(9..12)?).ok()?.parse().ok()?;
-    let head = String::from_utf8_lossy(&out[..start]).into_owned();
-    Some((status, head, out[start..].to_vec()))
-}
-
-fn xml_value<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
-    let open = format!("<{tag}>");
-    let start = xml.find(&open)? + open.len();
-    Some(&xml[start..start + xml[start..].find("</")?])
 }
 
 /// Writes `body` as `key` with a two-part multipart upload (5 MiB, then the rest). Returns whether

@@ -75,8 +75,39 @@ impl S3Error {
     }
 }
 
+/// Whether an I/O error means the disk (or the user's quota on it) is full: a condition the client
+/// cannot fix by retrying at once and the operator must hear about, so it gets its own answer.
+fn is_disk_full(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
+impl S3Error {
+    /// `507 InsufficientStorage`: the server's disk is full. S3 has no code for this (its storage does
+    /// not fill); 507 is HTTP's status for it, and like MinIO's `XMinioStorageFull` it is a 5xx that
+    /// the AWS SDKs do not retry in a tight loop.
+    pub fn insufficient_storage(e: &std::io::Error) -> Self {
+        Self::new(
+            "InsufficientStorage",
+            507,
+            format!(
+                "The server has no space left to store this request's data ({e}); free space and retry"
+            ),
+        )
+    }
+}
+
 impl From<StoreError> for S3Error {
     fn from(e: StoreError) -> Self {
+        match &e {
+            StoreError::Io(io) if is_disk_full(io) => return Self::insufficient_storage(io),
+            StoreError::Metadata(redb::Error::Io(io)) if is_disk_full(io) => {
+                return Self::insufficient_storage(io);
+            }
+            _ => {}
+        }
         let message = e.to_string();
         let (code, status) = match &e {
             StoreError::NoSuchBucket(_) => ("NoSuchBucket", 404),
@@ -183,6 +214,9 @@ impl From<XmlParseError> for S3Error {
 
 impl From<std::io::Error> for S3Error {
     fn from(e: std::io::Error) -> Self {
+        if is_disk_full(&e) {
+            return Self::insufficient_storage(&e);
+        }
         Self::internal(format!("I/O error: {e}"))
     }
 }
@@ -201,6 +235,11 @@ mod tests {
         assert_eq!(e.extra, vec![("Key".to_owned(), "k".to_owned())]);
         let e = S3Error::from(StoreError::BucketNotEmpty("b".into()));
         assert_eq!((e.code, e.status), ("BucketNotEmpty", 409));
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let e = S3Error::from(StoreError::Io(full));
+        assert_eq!((e.code, e.status), ("InsufficientStorage", 507));
+        let quota = std::io::Error::from_raw_os_error(122); // EDQUOT
+        assert_eq!(S3Error::from(quota).status, 507);
         let e = S3Error::from(StoreError::Io(std::io::Error::other("disk")));
         assert_eq!((e.code, e.status), ("InternalError", 500));
     }

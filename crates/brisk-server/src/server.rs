@@ -406,6 +406,18 @@ fn log_request(
     error: Option<&S3Error>,
 ) {
     if !shared.access_log.enabled() {
+        // A server error is never silent: with the access log off, it still gets one line on
+        // stderr, so an operator who turned the log off for speed hears about a full disk.
+        if let Some(e) = error.filter(|e| e.status >= 500) {
+            eprintln!(
+                "brisk serve: {} {} {} {}: {} (request {request_id})",
+                e.status,
+                e.code,
+                head.method(),
+                head.target().split('?').next().unwrap_or_default(),
+                e.message
+            );
+        }
         return;
     }
     let status = error.map_or_else(|| x.response.status(), |e| e.status);

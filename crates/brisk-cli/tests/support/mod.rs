@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -26,7 +28,22 @@ impl ServeProcess {
 
     /// [`start`](Self::start), with the server's standard error (its access log) going to `stderr`.
     pub fn start_with_stderr(root: &Path, extra: &[&str], stderr: Stdio) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        Self::start_wrapped(&[], root, extra, stderr)
+    }
+
+    /// [`start_with_stderr`](Self::start_with_stderr), with the server run through `wrapper` (a
+    /// command that ends by executing its arguments, such as `unshare`): the binary and its arguments
+    /// are appended to it. The wrapper must `exec` so the child's pid is the server's.
+    pub fn start_wrapped(wrapper: &[&str], root: &Path, extra: &[&str], stderr: Stdio) -> Self {
+        let mut command = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(env!("CARGO_BIN_EXE_brisk"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_brisk")),
+        };
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
