@@ -89,6 +89,10 @@ pub struct GlobalArgs {
     /// Print nothing but errors; no progress bars.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Print the client's debug events on stderr: retries, resumed reads, checksum checks and
+    /// failures (RUST_LOG, when set, chooses the events instead).
+    #[arg(long, global = true)]
+    pub debug: bool,
 }
 
 #[derive(Debug, Subcommand)]

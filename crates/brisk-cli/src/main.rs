@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    init_events(cli.global.debug);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
@@ -95,6 +96,25 @@ impl From<String> for CliError {
     fn from(usage: String) -> Self {
         CliError::Usage(usage)
     }
+}
+
+/// Sends the library's `tracing` events to stderr when asked: `RUST_LOG` (the usual filter syntax,
+/// e.g. `brisk_client=debug`) or `--debug` (brisk's own crates at debug). With neither, no
+/// subscriber is installed and an event costs one relaxed load.
+fn init_events(debug: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(spec) if !spec.is_empty() => EnvFilter::new(spec),
+        _ if debug => {
+            EnvFilter::new("brisk=debug,brisk_client=debug,brisk_server=debug,brisk_wire=debug")
+        }
+        _ => return,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(true)
+        .try_init();
 }
 
 #[cfg(test)]

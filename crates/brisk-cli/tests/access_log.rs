@@ -8,19 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{ServeProcess, run_with_timeout};
-
-fn brisk(url: &str, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
-    cmd.args(["--endpoint-url", url])
-        .args(args)
-        .env("AWS_ACCESS_KEY_ID", support::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", support::SECRET_KEY)
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null");
-    run_with_timeout(cmd, Duration::from_secs(60))
-}
+use support::{ServeProcess, brisk};
 
 /// The log's lines once one of them contains `last` (the writer thread is asynchronous), within
 /// 10 s.

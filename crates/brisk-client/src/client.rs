@@ -268,14 +268,30 @@ impl Client {
                     if stale_reuse && !fresh {
                         // A kept-alive connection the server had closed: try once more at once on a
                         // new connection; it is not the server failing.
+                        tracing::debug!(
+                            method = spec.method, bucket = spec.bucket, key = spec.key, %error,
+                            "a kept-alive connection was closed by the server; resending on a new one"
+                        );
                         fresh = true;
                         Counters::add(&self.inner.counters.retries);
                         continue;
                     }
                     if !error.is_retryable() || attempt >= policy.max_attempts.max(1) {
+                        if error.is_retryable() {
+                            tracing::debug!(
+                                method = spec.method, bucket = spec.bucket, key = spec.key, attempt, %error,
+                                "giving up: no attempts left"
+                            );
+                        }
                         return Err(error);
                     }
-                    tokio::time::sleep(policy.backoff(attempt)).await;
+                    let backoff = policy.backoff(attempt);
+                    tracing::debug!(
+                        method = spec.method, bucket = spec.bucket, key = spec.key, attempt,
+                        backoff_ms = backoff.as_millis() as u64, %error,
+                        "retrying request"
+                    );
+                    tokio::time::sleep(backoff).await;
                     attempt += 1;
                     Counters::add(&self.inner.counters.retries);
                 }
@@ -582,6 +598,10 @@ impl Client {
             attempt += 1;
             Counters::add(&self.inner.counters.resumed_reads);
             let from = offset + filled as u64;
+            tracing::debug!(
+                bucket, key, attempt, resume_at = from, %error,
+                "read failed mid-body; resuming with a ranged GET pinned to the ETag"
+            );
             let last = offset + dst.len() as u64 - 1;
             let spec = RequestSpec::new("GET", Some(bucket), Some(key))
                 .header("if-match", etag)

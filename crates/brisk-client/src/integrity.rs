@@ -84,6 +84,11 @@ pub(crate) fn verify(bucket: &str, key: &str, expected: &ChecksumValue, data: &[
     if computed == *expected {
         return Ok(());
     }
+    tracing::warn!(
+        bucket, key, algorithm = expected.algorithm().s3_name(),
+        expected = %expected.to_base64(), computed = %computed.to_base64(),
+        "received bytes do not match the object's checksum"
+    );
     Err(Error::ChecksumMismatch {
         bucket: bucket.to_owned(),
         key: key.to_owned(),

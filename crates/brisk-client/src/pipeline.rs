@@ -416,6 +416,10 @@ impl Lane {
             self.scheduler.fail(work, error);
             return;
         }
+        tracing::debug!(
+            attempt = work.failures, %error,
+            "pipelined read failed; queued again after backoff"
+        );
         let (_, _, counters) = self.scheduler.client.engine_parts();
         crate::metrics::Counters::add(&counters.retries);
         self.scheduler.count_resent(1);

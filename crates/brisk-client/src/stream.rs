@@ -170,6 +170,10 @@ impl ObjectStream {
         tokio::time::sleep(policy.backoff(self.attempts)).await;
         self.attempts += 1;
         self.client.count_resumed_read();
+        tracing::debug!(
+            bucket = %self.bucket, key = %self.key, attempt = self.attempts, resume_at = self.received,
+            "stream read failed mid-body; resuming with a ranged GET pinned to the ETag"
+        );
         let etag = self.etag.clone().unwrap_or_default();
         let (from, last) = (self.received, self.length - 1);
         let spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))

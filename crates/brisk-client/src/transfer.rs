@@ -468,7 +468,34 @@ impl Client {
             what: "HEAD answered without an ETag; a parallel download can not be pinned".into(),
         })?;
         let size = meta.content_length;
-        let expected = stored.filter(|c| FullObjectCrc::new(c.algorithm()).is_ok());
+        let expected = match stored {
+            Some(c) if FullObjectCrc::new(c.algorithm()).is_ok() => {
+                tracing::debug!(
+                    bucket,
+                    key,
+                    algorithm = c.algorithm().s3_name(),
+                    "the download will be checked against the object's full-object checksum"
+                );
+                Some(c)
+            }
+            Some(c) => {
+                tracing::debug!(
+                    bucket,
+                    key,
+                    algorithm = c.algorithm().s3_name(),
+                    "the object's checksum is composite or not a CRC; this download is not checked end to end"
+                );
+                None
+            }
+            None => {
+                tracing::debug!(
+                    bucket,
+                    key,
+                    "the object has no stored checksum; this download is not checked end to end"
+                );
+                None
+            }
+        };
         let target = Target {
             bucket,
             key,
@@ -491,6 +518,12 @@ impl Client {
                 .await?;
             match (&expected, computed) {
                 (Some(expected), Some(computed)) if computed != *expected => {
+                    tracing::warn!(
+                        bucket, key, attempt = attempts,
+                        algorithm = expected.algorithm().s3_name(),
+                        expected = %expected.to_base64(), computed = %computed.to_base64(),
+                        "downloaded bytes do not match the object's checksum"
+                    );
                     if attempts < DOWNLOAD_ATTEMPTS {
                         continue; // `temp` is dropped, and with it the damaged file
                     }

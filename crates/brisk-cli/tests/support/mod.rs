@@ -98,6 +98,27 @@ impl Drop for ServeProcess {
     }
 }
 
+/// Runs `brisk --endpoint-url <url> <args>` with the test keys and no AWS configuration files, to
+/// completion or for at most 60 s.
+pub fn brisk(url: &str, args: &[&str]) -> Output {
+    brisk_with_env(url, args, &[])
+}
+
+/// [`brisk`], with more environment variables.
+pub fn brisk_with_env(url: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
+    cmd.args(["--endpoint-url", url])
+        .args(args)
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_CONFIG_FILE", "/dev/null")
+        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied());
+    run_with_timeout(cmd, Duration::from_secs(60))
+}
+
 /// Runs `cmd` to completion, killing it after `limit`.
 pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
     let mut child = cmd
