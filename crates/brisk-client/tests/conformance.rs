@@ -8,7 +8,7 @@ use std::time::Duration;
 use brisk_client::{CopyOptions, MetadataDirective, TransferOptions};
 use brisk_client::{Credentials, Error, ListOptions, PutOptions};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
-use support::flip_proxy::FlipProxy;
+use support::fault_proxy::{Fault, FaultProxy, Schedule};
 use support::{anonymous_brisk_server, bounded, builder, client, new_bucket, pattern, server};
 
 const STEP: Duration = Duration::from_secs(60);
@@ -917,21 +917,22 @@ async fn downloads_are_checked_against_the_full_object_checksum() {
         // Inside the body of the first part each connection carries (parts are 8 MiB).
         let at = 3 * MIB as u64 + 17;
 
-        let once = FlipProxy::start(server().port, at, 1).await;
+        let once = FaultProxy::start(server().port, Fault::Flip { at }, Schedule::First(1)).await;
         let through = builder().endpoint(once.endpoint.clone()).build().unwrap();
         let size = through
             .download(&bucket, "obj", &target, TransferOptions::default())
             .await
             .unwrap();
         assert_eq!(size, body.len() as u64);
-        assert_eq!(once.flipped(), 1, "one response was damaged");
+        assert_eq!(once.applied(), 1, "one response was damaged");
         assert!(
             std::fs::read(&target).unwrap() == body,
             "and the file is exact"
         );
         std::fs::remove_file(&target).unwrap();
 
-        let always = FlipProxy::start(server().port, at, u32::MAX).await;
+        let always =
+            FaultProxy::start(server().port, Fault::Flip { at }, Schedule::EveryNth(1)).await;
         let through = builder().endpoint(always.endpoint.clone()).build().unwrap();
         let err = through
             .download(&bucket, "obj", &target, TransferOptions::default())
@@ -942,17 +943,150 @@ async fn downloads_are_checked_against_the_full_object_checksum() {
                 if *algorithm == "CRC32C" && *expected == whole),
             "{err:?}"
         );
-        assert!(always.flipped() >= 2, "both attempts were damaged");
+        assert!(always.applied() >= 2, "both attempts were damaged");
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no file left");
 
         // Once the damage stops, a download through the same proxy is exact.
-        always.stop_flipping();
+        always.stop();
         let fresh = builder().endpoint(always.endpoint.clone()).build().unwrap();
         fresh
             .download(&bucket, "obj", &target, TransferOptions::default())
             .await
             .unwrap();
         assert!(std::fs::read(&target).unwrap() == body);
+    })
+    .await;
+}
+
+/// Every read path ends with the exact bytes or a clear error, never wrong bytes and never a partial
+/// file, whatever the network does: resets in the middle of bodies (once, or on every second
+/// response), a storm of `503 SlowDown`, a stalled body, and each of those without end.
+#[tokio::test]
+async fn reads_through_a_faulty_network_are_exact_or_fail_clearly() {
+    const MIB: usize = 1024 * 1024;
+    bounded(Duration::from_secs(240), async {
+        let c = client();
+        let bucket = new_bucket(&c, "faults").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.bin");
+        let body = pattern(20 * MIB + 5, 4);
+        std::fs::write(&source, &body).unwrap();
+        c.upload(&bucket, "obj", &source, TransferOptions::default())
+            .await
+            .unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let target = out.join("copy.bin");
+        let at = 3 * MIB as u64 + 17;
+        let port = server().port;
+        // A read timeout well under the stall, so a stalled body is noticed and read again.
+        let through = |proxy: &FaultProxy| {
+            builder()
+                .endpoint(proxy.endpoint.clone())
+                .read_timeout(Duration::from_millis(800))
+                .build()
+                .unwrap()
+        };
+
+        // Faults the client rides out: every read path returns the exact bytes.
+        let recoverable = [
+            ("reset once", Fault::ResetAt { at }, Schedule::First(1)),
+            (
+                "reset on every 2nd response",
+                Fault::ResetAt { at },
+                Schedule::EveryNth(2),
+            ),
+            ("two 503 SlowDown", Fault::SlowDown, Schedule::First(2)),
+            (
+                "a 3 s stall once",
+                Fault::Stall {
+                    at,
+                    pause: Duration::from_secs(3),
+                },
+                Schedule::First(1),
+            ),
+        ];
+        for (what, fault, schedule) in recoverable {
+            for read in ["download", "get_bytes", "get_into"] {
+                let proxy = FaultProxy::start(port, fault, schedule).await;
+                let client = through(&proxy);
+                match read {
+                    "download" => {
+                        let size = client
+                            .download(&bucket, "obj", &target, TransferOptions::default())
+                            .await
+                            .unwrap_or_else(|e| panic!("{what}, {read}: {e}"));
+                        assert_eq!(size, body.len() as u64);
+                        assert!(std::fs::read(&target).unwrap() == body, "{what}, {read}");
+                        std::fs::remove_file(&target).unwrap();
+                    }
+                    "get_bytes" => {
+                        let got = client
+                            .get_bytes(&bucket, "obj")
+                            .await
+                            .unwrap_or_else(|e| panic!("{what}, {read}: {e}"));
+                        assert!(got[..] == body[..], "{what}, {read}");
+                    }
+                    _ => {
+                        let mut dst = vec![0u8; body.len()];
+                        let n = client
+                            .get_into(&bucket, "obj", &mut dst)
+                            .await
+                            .unwrap_or_else(|e| panic!("{what}, {read}: {e}"));
+                        assert_eq!(n, body.len());
+                        assert!(dst == body, "{what}, {read}");
+                    }
+                }
+                assert!(proxy.applied() >= 1, "{what}, {read}: the fault happened");
+            }
+        }
+
+        // Faults without end: a clear error, and no file of any kind left by `download`.
+        let endless = [
+            (
+                "reset on every response",
+                Fault::ResetAt { at },
+                Schedule::EveryNth(1),
+            ),
+            (
+                "503 SlowDown on every connection",
+                Fault::SlowDown,
+                Schedule::EveryNth(1),
+            ),
+            (
+                "every body stalls",
+                Fault::Stall {
+                    at,
+                    pause: Duration::from_secs(2),
+                },
+                Schedule::EveryNth(1),
+            ),
+        ];
+        for (what, fault, schedule) in endless {
+            let proxy = FaultProxy::start(port, fault, schedule).await;
+            let client = through(&proxy);
+            let err = client
+                .download(&bucket, "obj", &target, TransferOptions::default())
+                .await
+                .expect_err(what);
+            let text = err.to_string();
+            match fault {
+                // The first request of a download is a HEAD, whose 503 has no body to name the code.
+                Fault::SlowDown => assert!(
+                    matches!(&err, Error::Throttled(e) if e.status == 503),
+                    "{what}: {err:?}"
+                ),
+                _ => assert!(err.is_retryable(), "{what}: a network error, not {err:?}"),
+            }
+            assert!(!text.is_empty());
+            assert_eq!(
+                std::fs::read_dir(&out).unwrap().count(),
+                0,
+                "{what}: no file left"
+            );
+            let err = client.get_bytes(&bucket, "obj").await.expect_err(what);
+            assert!(err.is_retryable(), "{what}: {err:?}");
+        }
     })
     .await;
 }

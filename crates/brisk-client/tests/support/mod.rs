@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use brisk_client::{Client, ClientBuilder, RetryPolicy};
 
-pub mod flip_proxy;
+pub mod fault_proxy;
 use brisk_wire::sigv4::Credentials;
 
 /// Access key of the test server's root user.
