@@ -217,6 +217,20 @@ impl From<std::io::Error> for S3Error {
         if is_disk_full(&e) {
             return Self::insufficient_storage(&e);
         }
+        // The peer went away mid-exchange: nothing failed on this side, and no answer can reach
+        // it. Logged with nginx's 499 so a client hanging up is not mistaken for a server error.
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+        ) {
+            return Self::new(
+                "ClientDisconnected",
+                499,
+                format!("the client closed the connection ({e})"),
+            );
+        }
         Self::internal(format!("I/O error: {e}"))
     }
 }
@@ -240,6 +254,8 @@ mod tests {
         assert_eq!((e.code, e.status), ("InsufficientStorage", 507));
         let quota = std::io::Error::from_raw_os_error(122); // EDQUOT
         assert_eq!(S3Error::from(quota).status, 507);
+        let gone = S3Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert_eq!((gone.code, gone.status), ("ClientDisconnected", 499));
         let e = S3Error::from(StoreError::Io(std::io::Error::other("disk")));
         assert_eq!((e.code, e.status), ("InternalError", 500));
     }

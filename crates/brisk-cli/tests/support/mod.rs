@@ -119,28 +119,49 @@ pub fn brisk_with_env(url: &str, args: &[&str], env: &[(&str, &str)]) -> Output 
     run_with_timeout(cmd, Duration::from_secs(60))
 }
 
-/// Runs `cmd` to completion, killing it after `limit`.
+/// Runs `cmd` to completion, killing it after `limit`. Its output is read while it runs, so a
+/// command that writes more than a pipe holds (`cat` of a large object) does not block.
 pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
+    use std::io::Read;
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("command starts");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
         }
         if start.elapsed() > limit {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "command timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let _ = child.wait();
+            break None;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    match status {
+        Some(status) => Output {
+            status,
+            stdout,
+            stderr,
+        },
+        None => panic!(
+            "command timed out after {limit:?}\nstdout ({} bytes):\n{}\nstderr:\n{}",
+            stdout.len(),
+            String::from_utf8_lossy(&stdout[..stdout.len().min(4096)]),
+            String::from_utf8_lossy(&stderr)
+        ),
     }
 }
 
