@@ -317,6 +317,10 @@ pub struct BenchPlaceArgs {
     /// An extra argument for the embedded `brisk serve`, e.g. --server-arg=--no-fsync (repeatable).
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub server_arg: Vec<String>,
+    /// Run the embedded server over HTTPS, with a self-signed certificate made for this run and
+    /// trusted by the benchmark's client only (with --endpoint-url, give an https:// URL instead).
+    #[arg(long, conflicts_with = "endpoint_url")]
+    pub tls: bool,
 }
 
 /// Benchmarks of `brisk bench` besides the standard suite.

@@ -77,6 +77,56 @@ fn measured(case: &Value, runs: u64) {
     assert!(fraction.is_finite() && fraction > 0.0, "{case:#}");
 }
 
+/// `--tls`: the same suite over HTTPS, the embedded server with a certificate made for the run and
+/// trusted by the benchmark's client alone.
+#[test]
+fn quick_suite_over_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let mut cmd = brisk(
+        dir.path(),
+        &[
+            "bench",
+            "--quick",
+            "--tls",
+            "--cases",
+            "loopback,get,download,upload,random",
+            "--json-file",
+        ],
+    );
+    cmd.arg(&json)
+        .arg("--report")
+        .arg(dir.path().join("report"));
+    let out = run_with_timeout(cmd, BENCH_LIMIT);
+    succeeded(&out);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["server"]["tls"], true, "{doc:#}");
+    for name in ["get", "download", "upload", "random"] {
+        measured(case(&doc, name), 1);
+    }
+    assert_eq!(case(&doc, "random")["random"]["runs"][0]["errors"], 0);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("embedded server (child process, HTTPS)"),
+        "{table}"
+    );
+
+    // With --endpoint-url there is no embedded server to put TLS on.
+    let out = run_with_timeout(
+        brisk(
+            dir.path(),
+            &["bench", "--tls", "--endpoint-url", "http://127.0.0.1:9"],
+        ),
+        BENCH_LIMIT,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn quick_suite_on_its_own_embedded_server() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,6 +172,7 @@ fn quick_suite_on_its_own_embedded_server() {
     assert_eq!(doc["endpoint"], "embedded");
     assert_eq!(doc["server"]["fsync"], true);
     assert_eq!(doc["server"]["md5_etag"], true);
+    assert_eq!(doc["server"]["tls"], false);
 
     // The table went to stdout; stderr is not a terminal, so no progress line.
     let table = String::from_utf8_lossy(&out.stdout);

@@ -289,10 +289,16 @@ async fn in_session<T>(
     let mut terminate =
         signal(SignalKind::terminate()).map_err(|e| CliError::local("listen for SIGTERM", e))?;
     let work = work_dir(place.work_dir.as_deref())?;
-    let server = start_server(global, &work, &place.server_arg, status).await?;
+    let tls = if place.tls {
+        Some(server::TlsFiles::self_signed(work.path())?)
+    } else {
+        None
+    };
+    let server = start_server(global, &work, &place.server_arg, tls.as_ref(), status).await?;
     let client = build_client(
         global,
         server.as_ref(),
+        tls.as_ref(),
         sizing.largest_get,
         sizing.connections,
     )?;
@@ -322,7 +328,7 @@ async fn in_session<T>(
             .unwrap_or_else(|| "embedded".to_owned()),
         server: server
             .as_ref()
-            .map(|_| ServerSettings::from_args(&place.server_arg)),
+            .map(|_| ServerSettings::from_args(&place.server_arg).with_tls(place.tls)),
         bucket,
     })
     // `server` (killed and reaped) and `work` (removed) are dropped here, and on every early return.
@@ -340,6 +346,7 @@ async fn start_server(
     global: &GlobalArgs,
     work: &WorkDir,
     extra_args: &[String],
+    tls: Option<&server::TlsFiles>,
     status: &Status,
 ) -> Result<Option<ServerProcess>, BenchError> {
     if global.endpoint_url.is_some() {
@@ -347,7 +354,10 @@ async fn start_server(
     }
     status.show("starting the embedded server");
     let root = work.path().join("server");
-    let extra = extra_args.to_vec();
+    let mut extra = extra_args.to_vec();
+    if let Some(tls) = tls {
+        extra.extend(tls.server_args());
+    }
     let started = tokio::task::spawn_blocking(move || ServerProcess::start(&root, &extra))
         .await
         .map_err(|e| CliError::local("start the embedded server", std::io::Error::other(e)))?;
@@ -370,6 +380,7 @@ fn transfer_options(global: &GlobalArgs) -> TransferOptions {
 fn build_client(
     global: &GlobalArgs,
     server: Option<&ServerProcess>,
+    tls: Option<&server::TlsFiles>,
     largest_get: usize,
     connections: usize,
 ) -> Result<Client, CliError> {
@@ -388,6 +399,9 @@ fn build_client(
                     server.access_key.clone(),
                     server.secret_key.clone(),
                 ));
+            if let Some(tls) = tls {
+                builder = builder.ca_bundle(tls.certificate.clone());
+            }
         }
         None => {
             if let Some(url) = &global.endpoint_url {

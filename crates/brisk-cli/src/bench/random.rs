@@ -360,16 +360,7 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 impl RandomReport {
     fn settings_line(&self) -> String {
         let server = match &self.server {
-            Some(s) => format!(
-                "embedded server (child process): fsync {}, MD5 ETags {}{}",
-                if s.fsync { "on" } else { "off" },
-                if s.md5_etag { "on" } else { "off" },
-                if s.extra_args.is_empty() {
-                    String::new()
-                } else {
-                    format!(", extra args {}", s.extra_args.join(" "))
-                }
-            ),
+            Some(s) => s.describe(),
             None => format!("endpoint {}", self.endpoint),
         };
         format!(
@@ -450,12 +441,7 @@ impl RandomReport {
             "benchmark": "random",
             "command": self.command,
             "endpoint": self.endpoint,
-            "server": self.server.as_ref().map(|s| json!({
-                "process": "child",
-                "fsync": s.fsync,
-                "md5_etag": s.md5_etag,
-                "extra_args": s.extra_args,
-            })),
+            "server": self.server.as_ref().map(ServerSettings::to_json),
             "machine": {
                 "cpu": self.machine.cpu,
                 "cores": self.machine.cores,

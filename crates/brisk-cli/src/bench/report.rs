@@ -129,16 +129,7 @@ impl Report {
 
     fn server_line(&self) -> String {
         match &self.server {
-            Some(s) => format!(
-                "embedded server (child process): fsync {}, MD5 ETags {}{}",
-                on_off(s.fsync),
-                on_off(s.md5_etag),
-                if s.extra_args.is_empty() {
-                    String::new()
-                } else {
-                    format!(", extra args {}", s.extra_args.join(" "))
-                }
-            ),
+            Some(s) => s.describe(),
             None => format!("endpoint {}", self.endpoint),
         }
     }
@@ -178,12 +169,7 @@ impl Report {
             "brisk_version": env!("CARGO_PKG_VERSION"),
             "command": self.command,
             "endpoint": self.endpoint,
-            "server": self.server.as_ref().map(|s| json!({
-                "process": "child",
-                "fsync": s.fsync,
-                "md5_etag": s.md5_etag,
-                "extra_args": s.extra_args,
-            })),
+            "server": self.server.as_ref().map(ServerSettings::to_json),
             "machine": {
                 "cpu": self.machine.cpu,
                 "cores": self.machine.cores,
@@ -490,10 +476,6 @@ pub(super) fn escape(text: &str) -> String {
         }
     }
     out
-}
-
-fn on_off(on: bool) -> &'static str {
-    if on { "on" } else { "off" }
 }
 
 fn fixed(value: Option<f64>, digits: usize) -> String {

@@ -45,6 +45,8 @@ pub struct ServerSettings {
     pub md5_etag: bool,
     /// Extra arguments given with `--server-arg`.
     pub extra_args: Vec<String>,
+    /// Served over HTTPS (`brisk bench --tls`).
+    pub tls: bool,
 }
 
 impl ServerSettings {
@@ -54,7 +56,84 @@ impl ServerSettings {
             fsync: !extra_args.iter().any(|a| a == "--no-fsync"),
             md5_etag: !extra_args.iter().any(|a| a == "--no-md5-etag"),
             extra_args: extra_args.to_vec(),
+            tls: false,
         }
+    }
+
+    /// The same settings, over HTTPS when `tls`.
+    pub fn with_tls(self, tls: bool) -> Self {
+        Self { tls, ..self }
+    }
+
+    /// How the report names the server: process, protocol, and the settings that change its cost.
+    pub fn describe(&self) -> String {
+        let on_off = |on: bool| if on { "on" } else { "off" };
+        format!(
+            "embedded server (child process, {}): fsync {}, MD5 ETags {}{}",
+            if self.tls { "HTTPS" } else { "HTTP" },
+            on_off(self.fsync),
+            on_off(self.md5_etag),
+            if self.extra_args.is_empty() {
+                String::new()
+            } else {
+                format!(", extra args {}", self.extra_args.join(" "))
+            }
+        )
+    }
+
+    /// The settings in the JSON document.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "process": "child",
+            "tls": self.tls,
+            "fsync": self.fsync,
+            "md5_etag": self.md5_etag,
+            "extra_args": self.extra_args,
+        })
+    }
+}
+
+/// A self-signed certificate and its key for `brisk bench --tls`, written to the run's directory:
+/// the server is given both, the benchmark's client trusts the certificate as its CA bundle.
+#[derive(Debug)]
+pub struct TlsFiles {
+    pub certificate: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+}
+
+impl TlsFiles {
+    /// Makes a certificate for 127.0.0.1 and localhost in `dir`.
+    pub fn self_signed(dir: &Path) -> Result<Self, crate::exit::CliError> {
+        let certified = rcgen::generate_simple_self_signed(vec![
+            "127.0.0.1".to_owned(),
+            "localhost".to_owned(),
+        ])
+        .map_err(|e| {
+            crate::exit::CliError::local("make a self-signed certificate", std::io::Error::other(e))
+        })?;
+        let files = Self {
+            certificate: dir.join("bench-cert.pem"),
+            key: dir.join("bench-key.pem"),
+        };
+        for (path, pem) in [
+            (&files.certificate, certified.cert.pem()),
+            (&files.key, certified.key_pair.serialize_pem()),
+        ] {
+            std::fs::write(path, pem).map_err(|e| {
+                crate::exit::CliError::local(format!("write {}", path.display()), e)
+            })?;
+        }
+        Ok(files)
+    }
+
+    /// The arguments that make `brisk serve` use them.
+    pub fn server_args(&self) -> [String; 4] {
+        [
+            "--tls-cert".to_owned(),
+            self.certificate.display().to_string(),
+            "--tls-key".to_owned(),
+            self.key.display().to_string(),
+        ]
     }
 }
 
@@ -130,7 +209,9 @@ impl ServerProcess {
             secret_key,
         };
         match rx.recv_timeout(START_TIMEOUT) {
-            Ok(Some(Ok(line))) if line.starts_with("http://") => server.url = line,
+            Ok(Some(Ok(line))) if line.starts_with("http://") || line.starts_with("https://") => {
+                server.url = line
+            }
             Ok(Some(Ok(line))) => return Err(ServerError::BadUrl(line)),
             Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 let status = server
