@@ -4,6 +4,9 @@ interleaved (A, B, A, B, ...; the first round is a warm-up and left out of the m
 
     python3 bench/production_costs.py verify OLD_BRISK NEW_BRISK   download of 1 GiB with `brisk cp`:
         a binary without download verification against one with it (same server, same object)
+    python3 bench/production_costs.py fsync      `brisk serve` with fsync on (the default) against
+        `--no-fsync`: 500 files of 4 KiB uploaded with `brisk cp --recursive`, and one 256 MiB file
+        with `brisk cp` (multipart), on the local disk
     python3 bench/production_costs.py log        random 256 KiB reads at QD 64 (the random_read
         example, 5 s): `brisk serve --log-format off` against `plain` (stderr to a file)
     python3 bench/production_costs.py tls        `brisk cp s3://... /dev/shm/...` of 1 GiB over
@@ -161,6 +164,34 @@ def main():
             servers += [plain, tls]
             download_cost({"http": plain, "https": tls}, {"http": BRISK, "https": BRISK},
                           {"http": env(), "https": env(ca)}, work, ["http", "https"])
+        elif what == "fsync":
+            small = os.path.join(work, "small")
+            os.makedirs(small)
+            for i in range(500):
+                with open(os.path.join(small, f"f{i:03d}"), "wb") as f:
+                    f.write(os.urandom(4096))
+            big = os.path.join(work, "big")
+            with open(big, "wb") as f:
+                f.write(os.urandom(64 << 20) * 4)
+            serve = {"fsync on": Serve(os.path.join(work, "on"), "--log-format", "off"),
+                     "--no-fsync": Serve(os.path.join(work, "off"), "--log-format", "off", "--no-fsync")}
+            servers += serve.values()
+            for s in serve.values():
+                subprocess.run([BRISK, "--endpoint-url", s.url, "mb", "s3://cost"], env=env(), check=True,
+                               capture_output=True)
+            rows = []
+            for rnd in range(1, ROUNDS + 1):
+                for label in (["fsync on", "--no-fsync"] if rnd % 2 else ["--no-fsync", "fsync on"]):
+                    s = serve[label]
+                    s0 = cpu(s.proc.pid)
+                    wall_small, _, _ = timed([BRISK, "--endpoint-url", s.url, "cp", "--recursive", small,
+                                              f"s3://cost/small-{rnd}/"], env())
+                    wall_big, _, _ = timed([BRISK, "--endpoint-url", s.url, "cp", big, f"s3://cost/big-{rnd}"], env())
+                    row = {"small PUTs/s": 500 / wall_small, "256 MiB upload GiB/s": 0.25 / wall_big,
+                           "server CPU s": cpu(s.proc.pid) - s0}
+                    rows.append((label, rnd, row))
+                    print(f"round {rnd} {label}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), flush=True)
+            report(rows)
         elif what == "log":
             os.makedirs(os.path.join(work, "data"))
             s = Serve(os.path.join(work, "data"), "--log-format", "off")
