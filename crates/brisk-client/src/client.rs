@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
-use brisk_wire::checksum::{ChecksumValue, Md5};
+use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Md5, MultipartChecksum};
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::chunked::CRLF;
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder};
@@ -73,6 +73,17 @@ struct Inner {
     pool: ConnectionPool,
     buffers: BufferPool,
     counters: Arc<Counters>,
+}
+
+/// The checksum an object is stored with, as its HEAD told it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoredChecksum {
+    /// A full-object checksum (any algorithm).
+    pub(crate) full: Option<ChecksumValue>,
+    /// A composite checksum of the parts, of a CRC algorithm.
+    pub(crate) composite: Option<MultipartChecksum>,
+    /// The algorithm of whatever checksum header came back, checkable or not.
+    pub(crate) any: Option<ChecksumAlgorithm>,
 }
 
 /// What HEAD says about an object.
@@ -388,13 +399,13 @@ impl Client {
         Ok(self.head_with_checksum(bucket, key).await?.0)
     }
 
-    /// [`head`](Self::head), with the object's full-object checksum when it has one (composite
-    /// checksums of multipart objects are not returned: see [`crate::integrity`]).
+    /// [`head`](Self::head), with the object's stored checksum: full-object, or composite (per
+    /// part, of a CRC algorithm: see [`crate::integrity`]).
     pub(crate) async fn head_with_checksum(
         &self,
         bucket: &str,
         key: &str,
-    ) -> Result<(ObjectMeta, Option<ChecksumValue>)> {
+    ) -> Result<(ObjectMeta, StoredChecksum)> {
         check_bucket(bucket)?;
         check_key(key)?;
         let response = self
@@ -403,7 +414,13 @@ impl Client {
                     .header(CHECKSUM_MODE_HEADER, "ENABLED"),
             )
             .await?;
-        let checksum = stored_checksum(response.head());
+        let checksum = StoredChecksum {
+            full: stored_checksum(response.head()),
+            composite: crate::integrity::stored_composite(response.head()),
+            any: ChecksumAlgorithm::ALL
+                .into_iter()
+                .find(|a| response.header(a.header_name()).is_some()),
+        };
         let meta = ObjectMeta {
             content_length: response
                 .head()
@@ -433,6 +450,26 @@ impl Client {
         };
         response.release();
         Ok((meta, checksum))
+    }
+
+    /// The size of part 1 of a multipart object and its part count (HEAD `?partNumber=1`, pinned
+    /// to `etag`): how a downloader finds the part boundaries a composite checksum was made on.
+    /// `None` for an object the server does not describe as multipart.
+    pub(crate) async fn first_part_layout(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+    ) -> Result<Option<(u64, u32)>> {
+        let mut spec = RequestSpec::new("HEAD", Some(bucket), Some(key)).header("if-match", etag);
+        push_query(&mut spec.query, "partNumber", "1");
+        let response = self.send(&spec).await?;
+        let length = response.head().content_length()?;
+        let parts = response
+            .header("x-amz-mp-parts-count")
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        response.release();
+        Ok(length.zip(parts))
     }
 
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget

@@ -25,7 +25,9 @@
 //! (`<base64>-<parts>`, or `x-amz-checksum-type: COMPOSITE`) are checksums of the parts' checksums;
 //! they cannot be checked from the object's bytes without its part boundaries and are skipped.
 
-use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Checksummer};
+use brisk_wire::checksum::{
+    ChecksumAlgorithm, ChecksumValue, Checksummer, FullObjectCrc, MultipartChecksum,
+};
 use brisk_wire::http::ResponseHead;
 
 use crate::error::{Error, Result};
@@ -75,6 +77,18 @@ pub(crate) fn stored_checksum(head: &ResponseHead) -> Option<ChecksumValue> {
         let text = headers.get_str(algorithm.header_name())?;
         // `<base64>-<parts>` is a composite checksum; `from_base64` refuses it (wrong length).
         ChecksumValue::from_base64(algorithm, text.trim()).ok()
+    })
+}
+
+/// The composite (per-part) checksum a HEAD or GET response carries, if any, of an algorithm
+/// whose part checksums a downloader can rebuild from ranges (the CRCs: a part's CRC combines from
+/// the CRCs of its pieces in any split). `<base64>-<parts>` as S3, MinIO and brisk serve write it.
+pub(crate) fn stored_composite(head: &ResponseHead) -> Option<MultipartChecksum> {
+    let headers = head.headers();
+    ChecksumAlgorithm::ALL.into_iter().find_map(|algorithm| {
+        let text = headers.get_str(algorithm.header_name())?;
+        FullObjectCrc::new(algorithm).ok()?;
+        MultipartChecksum::parse(algorithm, text.trim()).ok()
     })
 }
 

@@ -37,7 +37,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
-use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Checksummer, FullObjectCrc};
+use brisk_wire::checksum::{
+    ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, FullObjectCrc,
+    MultipartChecksum,
+};
 use brisk_wire::sigv4::PayloadHash;
 use brisk_wire::xml::{
     CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorDocument,
@@ -46,7 +49,7 @@ use brisk_wire::xml::{
 use tokio::task::JoinSet;
 
 use crate::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
-use crate::client::{Client, PayloadSigning, finish, read_small_body};
+use crate::client::{Client, PayloadSigning, StoredChecksum, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::UploadChecksum;
 use crate::request::{RequestSpec, TrailingChecksum, check_bucket, check_key, push_query};
@@ -449,12 +452,16 @@ impl Client {
     /// into a pooled block, all pinned to the object's ETag. The bytes go to a temporary file beside
     /// `path`, renamed over it once complete. Returns the object's size.
     ///
-    /// When the object has a full-object CRC (CRC32, CRC32C, CRC64NVME: what brisk's uploads store),
-    /// each part's CRC is computed as the part is written and the parts' CRCs are combined in
-    /// order, so the assembled file is checked against the stored checksum with no second pass
-    /// over it. A full-object checksum does not say which part was damaged, so a mismatch
-    /// downloads the object once more; a second mismatch is [`Error::ChecksumMismatch`], with no
-    /// file left behind. Composite (per-part) and SHA-256 checksums are not checked here yet.
+    /// The file is checked against the object's stored checksum with no second pass over it: each
+    /// range's CRC is computed as the range is written, and the ranges' CRCs are combined in order.
+    /// A full-object CRC (CRC32, CRC32C, CRC64NVME: what brisk's uploads store) is compared with
+    /// the combination of all ranges; a composite CRC (per part, `<base64>-<parts>`, what other
+    /// tools' multipart uploads may store) is rebuilt from ranges cut on the object's part
+    /// boundaries (part 1's size from a HEAD with `partNumber=1`; parts of equal size but the
+    /// last, which is how every SDK uploads). A mismatch does not say which range was damaged, so
+    /// the object is downloaded once more; a second mismatch is [`Error::ChecksumMismatch`], with no
+    /// file left behind. SHA-256 and SHA-1 checksums, and composite checksums of parts of unequal
+    /// size, are not checked (the `debug` event says so).
     pub async fn download(
         &self,
         bucket: &str,
@@ -468,34 +475,9 @@ impl Client {
             what: "HEAD answered without an ETag; a parallel download can not be pinned".into(),
         })?;
         let size = meta.content_length;
-        let expected = match stored {
-            Some(c) if FullObjectCrc::new(c.algorithm()).is_ok() => {
-                tracing::debug!(
-                    bucket,
-                    key,
-                    algorithm = c.algorithm().s3_name(),
-                    "the download will be checked against the object's full-object checksum"
-                );
-                Some(c)
-            }
-            Some(c) => {
-                tracing::debug!(
-                    bucket,
-                    key,
-                    algorithm = c.algorithm().s3_name(),
-                    "the object's checksum is composite or not a CRC; this download is not checked end to end"
-                );
-                None
-            }
-            None => {
-                tracing::debug!(
-                    bucket,
-                    key,
-                    "the object has no stored checksum; this download is not checked end to end"
-                );
-                None
-            }
-        };
+        let check = self
+            .download_check(bucket, key, &etag, size, stored)
+            .await?;
         let target = Target {
             bucket,
             key,
@@ -508,60 +490,125 @@ impl Client {
             let temp = TempFile::beside(path);
             // Progress counts the bytes once: a second attempt is not reported again.
             let computed = self
-                .download_to(
-                    &target,
-                    &temp.path,
-                    &options,
-                    expected.as_ref(),
-                    attempts == 1,
-                )
+                .download_to(&target, &temp.path, &options, &check, attempts == 1)
                 .await?;
-            match (&expected, computed) {
-                (Some(expected), Some(computed)) if computed != *expected => {
-                    tracing::warn!(
-                        bucket, key, attempt = attempts,
-                        algorithm = expected.algorithm().s3_name(),
-                        expected = %expected.to_base64(), computed = %computed.to_base64(),
-                        "downloaded bytes do not match the object's checksum"
-                    );
-                    if attempts < DOWNLOAD_ATTEMPTS {
-                        continue; // `temp` is dropped, and with it the damaged file
-                    }
-                    return Err(Error::ChecksumMismatch {
-                        bucket: bucket.to_owned(),
-                        key: key.to_owned(),
-                        algorithm: expected.algorithm().s3_name(),
-                        expected: expected.to_base64(),
-                        computed: computed.to_base64(),
-                    });
+            if let Some((expected, computed)) = check.mismatch(computed) {
+                tracing::warn!(
+                    bucket, key, attempt = attempts, algorithm = check.algorithm_name(),
+                    %expected, %computed,
+                    "downloaded bytes do not match the object's checksum"
+                );
+                if attempts < DOWNLOAD_ATTEMPTS {
+                    continue; // `temp` is dropped, and with it the damaged file
                 }
-                _ => {}
+                return Err(Error::ChecksumMismatch {
+                    bucket: bucket.to_owned(),
+                    key: key.to_owned(),
+                    algorithm: check.algorithm_name(),
+                    expected,
+                    computed,
+                });
             }
             temp.persist(path)?;
             return Ok(size);
         }
     }
 
-    /// One attempt of [`download`](Self::download) into `temp`; returns the CRC of the bytes
-    /// written when `expected` names a CRC to compute.
+    /// What a download of an object stored with `stored` can check, and how it must cut its
+    /// ranges to do so.
+    async fn download_check(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+        size: u64,
+        stored: StoredChecksum,
+    ) -> Result<DownloadCheck> {
+        if let Some(full) = stored
+            .full
+            .filter(|c| FullObjectCrc::new(c.algorithm()).is_ok())
+        {
+            tracing::debug!(
+                bucket,
+                key,
+                algorithm = full.algorithm().s3_name(),
+                "the download will be checked against the object's full-object checksum"
+            );
+            return Ok(DownloadCheck::Full(full));
+        }
+        if let Some(composite) = stored.composite {
+            let layout = self.first_part_layout(bucket, key, etag).await?;
+            match layout {
+                Some((part_size, parts))
+                    if parts == composite.parts
+                        && part_size > 0
+                        && size.div_ceil(part_size) == u64::from(parts) =>
+                {
+                    tracing::debug!(
+                        bucket,
+                        key,
+                        algorithm = composite.value.algorithm().s3_name(),
+                        parts,
+                        part_size,
+                        "the download will be checked against the object's composite checksum, part by part"
+                    );
+                    return Ok(DownloadCheck::Composite {
+                        expected: composite,
+                        part_size,
+                    });
+                }
+                _ => {
+                    tracing::debug!(
+                        bucket,
+                        key,
+                        ?layout,
+                        parts = composite.parts,
+                        "the object's parts are not of equal size; its composite checksum is not checked"
+                    );
+                    return Ok(DownloadCheck::None);
+                }
+            }
+        }
+        match stored.any {
+            Some(algorithm) => tracing::debug!(
+                bucket,
+                key,
+                algorithm = algorithm.s3_name(),
+                "the object's checksum is not a CRC; this download is not checked end to end"
+            ),
+            None => tracing::debug!(
+                bucket,
+                key,
+                "the object has no stored checksum; this download is not checked end to end"
+            ),
+        }
+        Ok(DownloadCheck::None)
+    }
+
+    /// One attempt of [`download`](Self::download) into `temp`; returns what `check` computed
+    /// over the bytes written.
     async fn download_to(
         &self,
         target: &Target<'_>,
         temp: &Path,
         options: &TransferOptions,
-        expected: Option<&ChecksumValue>,
+        check: &DownloadCheck,
         count: bool,
-    ) -> Result<Option<ChecksumValue>> {
+    ) -> Result<Computed> {
         let size = target.size;
         let file = std::fs::File::create(temp).map_err(|e| file_error(temp, "creating", e))?;
         file.set_len(size)
             .map_err(|e| file_error(temp, "sizing", e))?;
         let file = Arc::new(file);
-        let part_size = options.part_size as u64;
-        let count_parts = size.div_ceil(part_size);
-        // The parts are ranged GETs on the client's one scheduler, one part per connection at a
-        // time (queue depth = connections = parts in flight), each into a pooled block taken
-        // when its request is sent.
+        let mut ranges = Ranges {
+            size,
+            step: options.part_size as u64,
+            boundary: check.part_size(),
+            next: 0,
+        };
+        // The ranges are GETs on the client's one scheduler, one per connection at a time (queue
+        // depth = connections = ranges in flight), each into a pooled block taken when its request
+        // is sent.
         let mut reader = self.pinned_batch_reader(
             target.bucket,
             Some(target.etag.into()),
@@ -573,23 +620,24 @@ impl Client {
             },
         )?;
         let key: Arc<str> = target.key.into();
-        let algorithm = expected.map(ChecksumValue::algorithm);
-        let mut crc = PartCrcs::new(algorithm);
-        // Parts described in the queue ahead of those in flight: a few bytes each, no buffer.
+        let algorithm = check.algorithm();
+        let mut crc = RangeCrcs::new(check, size);
+        // Ranges described in the queue ahead of those in flight: a few bytes each, no buffer.
         let window = 2 * options.parts_in_flight as u64;
-        let mut next = 0u64;
+        let mut index = 0u64;
         loop {
-            while next < count_parts && reader.outstanding() < window {
-                let offset = next * part_size;
-                let len = part_size.min(size - offset) as usize;
+            while reader.outstanding() < window {
+                let Some((offset, len)) = ranges.next() else {
+                    break;
+                };
                 reader.submit(ReadRequest::new(
-                    next,
+                    index,
                     Arc::clone(&key),
                     offset,
-                    len,
+                    len as usize,
                     Destination::Pooled,
                 ));
-                next += 1;
+                index += 1;
             }
             let Some(done) = reader.next().await else {
                 break;
@@ -598,7 +646,7 @@ impl Client {
             let (offset, len) = (done.offset, done.length);
             let Some(Filled::Block(block)) = done.buffer else {
                 return Err(Error::UnexpectedResponse {
-                    what: format!("part at {offset} completed without its block"),
+                    what: format!("range at {offset} completed without its block"),
                 });
             };
             if n != len {
@@ -606,8 +654,8 @@ impl Client {
                     what: format!("range at {offset} returned {n} of {len} bytes"),
                 });
             }
-            let part_crc = write_part(&file, temp, offset, block, len, algorithm).await?;
-            crc.landed(done.id, part_crc, len as u64);
+            let range_crc = write_part(&file, temp, offset, block, len, algorithm).await?;
+            crc.landed(done.id, range_crc, offset, len as u64);
             if count {
                 options.count(len as u64);
             }
@@ -634,41 +682,163 @@ struct Target<'a> {
     size: u64,
 }
 
-/// The CRC of a download's parts, combined in part order as they land in any order. Parts land at
-/// most a window (twice the parts in flight) out of order, so the parts waiting for an earlier one
-/// are few whatever the object's size.
-struct PartCrcs {
-    combined: Option<FullObjectCrc>,
-    waiting: BTreeMap<u64, (ChecksumValue, u64)>,
+/// What a download checks the bytes it wrote against.
+enum DownloadCheck {
+    /// Nothing: the object has no checksum a download can rebuild.
+    None,
+    /// The CRC of the whole object.
+    Full(ChecksumValue),
+    /// A composite CRC: the CRC of the concatenated CRCs of parts of `part_size` bytes.
+    Composite {
+        expected: MultipartChecksum,
+        part_size: u64,
+    },
+}
+
+/// What a download computed over the bytes it wrote.
+enum Computed {
+    Nothing,
+    Full(ChecksumValue),
+    Composite(MultipartChecksum),
+}
+
+impl DownloadCheck {
+    fn algorithm(&self) -> Option<ChecksumAlgorithm> {
+        match self {
+            Self::None => None,
+            Self::Full(value) => Some(value.algorithm()),
+            Self::Composite { expected, .. } => Some(expected.value.algorithm()),
+        }
+    }
+
+    fn algorithm_name(&self) -> &'static str {
+        self.algorithm().map_or("none", ChecksumAlgorithm::s3_name)
+    }
+
+    /// The part boundaries ranges must not cross.
+    fn part_size(&self) -> Option<u64> {
+        match self {
+            Self::Composite { part_size, .. } => Some(*part_size),
+            _ => None,
+        }
+    }
+
+    /// `(expected, computed)` as S3 writes them when `computed` differs from what is stored.
+    fn mismatch(&self, computed: Computed) -> Option<(String, String)> {
+        match (self, computed) {
+            (Self::Full(expected), Computed::Full(got)) if got != *expected => {
+                Some((expected.to_base64(), got.to_base64()))
+            }
+            (Self::Composite { expected, .. }, Computed::Composite(got)) if got != *expected => {
+                Some((expected.to_string(), got.to_string()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The ranges of a download, in order: `step` bytes each, never across a multiple of `boundary`
+/// (the object's part boundaries, when a composite checksum is rebuilt part by part).
+struct Ranges {
+    size: u64,
+    step: u64,
+    boundary: Option<u64>,
     next: u64,
 }
 
-impl PartCrcs {
-    fn new(algorithm: Option<ChecksumAlgorithm>) -> Self {
+impl Iterator for Ranges {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if self.next >= self.size {
+            return None;
+        }
+        let limit = self
+            .boundary
+            .map_or(u64::MAX, |p| (self.next / p + 1).saturating_mul(p));
+        let end = self
+            .next
+            .saturating_add(self.step.max(1))
+            .min(limit)
+            .min(self.size);
+        let range = (self.next, end - self.next);
+        self.next = end;
+        Some(range)
+    }
+}
+
+/// The CRCs of a download's ranges, combined in range order as they land in any order: into one
+/// CRC of the whole object, or into one CRC per part whose CRCs make the composite checksum.
+/// Ranges land at most a window (twice the ranges in flight) out of order, so the ranges waiting
+/// for an earlier one are few whatever the object's size.
+struct RangeCrcs {
+    /// The CRC of the bytes combined so far (of the current part, for a composite).
+    combined: Option<FullObjectCrc>,
+    /// The composite so far and the part size, when rebuilding one.
+    composite: Option<(CompositeChecksum, u64)>,
+    size: u64,
+    waiting: BTreeMap<u64, (ChecksumValue, u64, u64)>,
+    next: u64,
+}
+
+impl RangeCrcs {
+    fn new(check: &DownloadCheck, size: u64) -> Self {
+        let algorithm = check.algorithm();
         Self {
             combined: algorithm.map(|a| FullObjectCrc::new(a).expect("a CRC algorithm")),
+            composite: match check {
+                DownloadCheck::Composite {
+                    expected,
+                    part_size,
+                } => Some((
+                    CompositeChecksum::new(expected.value.algorithm())
+                        .expect("a composite CRC algorithm"),
+                    *part_size,
+                )),
+                _ => None,
+            },
+            size,
             waiting: BTreeMap::new(),
             next: 0,
         }
     }
 
-    /// Part `index` (counted from 0) landed with this CRC over its `len` bytes.
-    fn landed(&mut self, index: u64, crc: Option<ChecksumValue>, len: u64) {
-        let (Some(combined), Some(crc)) = (self.combined.as_mut(), crc) else {
+    /// Range `index` (counted from 0) of `len` bytes at `offset` landed with this CRC.
+    fn landed(&mut self, index: u64, crc: Option<ChecksumValue>, offset: u64, len: u64) {
+        let (Some(_), Some(crc)) = (self.combined.as_ref(), crc) else {
             return;
         };
-        self.waiting.insert(index, (crc, len));
-        while let Some((crc, len)) = self.waiting.remove(&self.next) {
+        self.waiting.insert(index, (crc, offset, len));
+        while let Some((crc, offset, len)) = self.waiting.remove(&self.next) {
+            let combined = self.combined.as_mut().expect("checked above");
             combined
                 .push_part(&crc, len)
-                .expect("every part's CRC is of the same algorithm");
+                .expect("every range's CRC is of the same algorithm");
             self.next += 1;
+            let end = offset + len;
+            if let Some((composite, part_size)) = self.composite.as_mut()
+                && (end % *part_size == 0 || end == self.size)
+            {
+                // A part is complete: its CRC goes into the composite, the next part starts anew.
+                let algorithm = crc.algorithm();
+                let part = std::mem::replace(
+                    combined,
+                    FullObjectCrc::new(algorithm).expect("a CRC algorithm"),
+                );
+                composite
+                    .push_part(&part.finish())
+                    .expect("every part's CRC is of the same algorithm");
+            }
         }
     }
 
-    fn finish(self) -> Option<ChecksumValue> {
-        debug_assert!(self.waiting.is_empty(), "every part was combined");
-        self.combined.map(|c| c.finish())
+    fn finish(self) -> Computed {
+        debug_assert!(self.waiting.is_empty(), "every range was combined");
+        match (self.combined, self.composite) {
+            (None, _) => Computed::Nothing,
+            (Some(_), Some((composite, _))) => Computed::Composite(composite.finish()),
+            (Some(combined), None) => Computed::Full(combined.finish()),
+        }
     }
 }
 

@@ -655,6 +655,137 @@ async fn composite_checksums_of_multipart_objects_are_not_mistaken_for_damage() 
     .await;
 }
 
+/// A multipart object of three parts (40,000 + 40,000 + 17,000 bytes) stored with a COMPOSITE
+/// CRC32C, as other tools' multipart uploads store it: HEAD gives `<base64>-3`, HEAD with
+/// `partNumber=1` the first part's size and the part count, ranged GETs the bytes (one byte
+/// flipped in every GET when `damaged`).
+fn composite_object(part_sizes: [usize; 3], damaged: bool) -> (Script, Vec<u8>) {
+    use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, CompositeChecksum};
+    let full: Vec<u8> = (0..part_sizes.iter().sum::<usize>())
+        .map(|i| (i * 31 + i / 1000) as u8)
+        .collect();
+    let mut composite = CompositeChecksum::new(ChecksumAlgorithm::Crc32c).unwrap();
+    let mut at = 0;
+    for size in part_sizes {
+        composite
+            .push_part(&Checksummer::checksum(
+                ChecksumAlgorithm::Crc32c,
+                &full[at..at + size],
+            ))
+            .unwrap();
+        at += size;
+    }
+    let stored = composite.finish().to_string();
+    let object = full.clone();
+    let script: Script = Arc::new(move |_, head: &RequestHead| {
+        if head.method() == "HEAD" && head.target().contains("partNumber=1") {
+            return Action::Respond {
+                status: 206,
+                headers: vec![
+                    ("etag", "\"v1\"".into()),
+                    ("x-amz-mp-parts-count", "3".into()),
+                ],
+                body: vec![0; part_sizes[0]],
+            };
+        }
+        if head.method() == "HEAD" {
+            return Action::Respond {
+                status: 200,
+                headers: vec![
+                    ("etag", "\"v1\"".into()),
+                    ("x-amz-checksum-crc32c", stored.clone()),
+                    ("x-amz-checksum-type", "COMPOSITE".into()),
+                ],
+                body: vec![0; object.len()],
+            };
+        }
+        let mut action = partial_if_unchanged(head, &object);
+        if let (true, Action::Respond { body, .. }) = (damaged, &mut action) {
+            let middle = body.len() / 2;
+            body[middle] ^= 0x20;
+        }
+        action
+    });
+    (script, full)
+}
+
+/// `download` rebuilds a composite (per-part) checksum from ranges cut on the part boundaries it
+/// learns from `partNumber=1`: intact bytes pass, damaged bytes fail with `ChecksumMismatch` and
+/// leave no file; parts of unequal size are not checked (and not mistaken for damage).
+#[tokio::test]
+async fn downloads_check_composite_checksums_part_by_part() {
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("copy");
+        // Ranges of 16,000 bytes: parts of 40,000 need ranges cut at 32,000 → 40,000.
+        let options = brisk_client::TransferOptions {
+            part_size: 16_000,
+            parts_in_flight: 3,
+            ..Default::default()
+        };
+
+        let (script, full) = composite_object([40_000, 40_000, 17_000], false);
+        let (endpoint, seen) = stand_in(script).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        c.download("bucket", "key", &target, options.clone())
+            .await
+            .unwrap();
+        assert!(std::fs::read(&target).unwrap() == full);
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.iter()
+                .any(|r| r.method == "HEAD" && r.target.contains("partNumber=1"))
+        );
+        for range in seen.iter().filter_map(|r| r.range.as_deref()) {
+            let (from, to) = range
+                .strip_prefix("bytes=")
+                .unwrap()
+                .split_once('-')
+                .unwrap();
+            let (from, to): (usize, usize) = (from.parse().unwrap(), to.parse().unwrap());
+            assert_eq!(
+                from / 40_000,
+                to / 40_000,
+                "{range} crosses a part boundary"
+            );
+        }
+        std::fs::remove_file(&target).unwrap();
+
+        let (script, _) = composite_object([40_000, 40_000, 17_000], true);
+        let (endpoint, _) = stand_in(script).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        let err = c
+            .download("bucket", "key", &target, options.clone())
+            .await
+            .unwrap_err();
+        match &err {
+            Error::ChecksumMismatch {
+                algorithm,
+                expected,
+                ..
+            } => {
+                assert_eq!(*algorithm, "CRC32C");
+                assert!(expected.ends_with("-3"), "{expected}");
+            }
+            other => panic!("expected ChecksumMismatch, got {other:?}"),
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "no file left"
+        );
+
+        // Part 1 is not the size of the others (the parts count disagrees with the size): the
+        // composite cannot be rebuilt, so the download is not checked, and succeeds.
+        let (script, full) = composite_object([30_000, 50_000, 17_000], false);
+        let (endpoint, _) = stand_in(script).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        c.download("bucket", "key", &target, options).await.unwrap();
+        assert!(std::fs::read(&target).unwrap() == full);
+    })
+    .await;
+}
+
 /// Reads a stream to its end in 7,000-byte steps.
 async fn read_stream(stream: &mut brisk_client::ObjectStream) -> Result<Vec<u8>, Error> {
     let mut got = Vec::new();
