@@ -137,6 +137,10 @@ pub struct CpArgs {
     /// Print what would be copied, copy nothing.
     #[arg(long)]
     pub dryrun: bool,
+    /// Downloads of objects with no stored checksum: also check the file against the ETag when it
+    /// is an MD5 (single-part uploads), in a second pass over the file.
+    #[arg(long)]
+    pub verify_md5: bool,
 }
 
 #[derive(Debug, Args)]

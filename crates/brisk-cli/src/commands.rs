@@ -58,6 +58,10 @@ impl Copy {
 }
 
 async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError> {
+    let ctx = &Context {
+        verify_md5_etag: a.verify_md5,
+        ..ctx.clone()
+    };
     let src = Location::parse(&a.source)?;
     let dst = Location::parse(&a.destination)?;
     let label = format!("cp {} {}", a.source, a.destination);

@@ -18,6 +18,8 @@ pub struct Context {
     pub quiet: bool,
     pub concurrency: usize,
     pub part_size: usize,
+    /// `cp --verify-md5`: downloads check an MD5 ETag when the object has no stored checksum.
+    pub verify_md5_etag: bool,
 }
 
 impl Context {
@@ -53,6 +55,7 @@ impl Context {
             quiet: g.quiet,
             concurrency: g.concurrency.max(1),
             part_size: g.part_size,
+            verify_md5_etag: false,
         })
     }
 
@@ -63,6 +66,7 @@ impl Context {
             part_size: self.part_size,
             parts_in_flight: self.concurrency,
             progress,
+            verify_md5_etag: self.verify_md5_etag,
             ..TransferOptions::default()
         }
     }

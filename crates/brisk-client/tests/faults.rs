@@ -786,6 +786,122 @@ async fn downloads_check_composite_checksums_part_by_part() {
     .await;
 }
 
+/// A single-part object of 50,000 bytes with `etag` and `headers` on its HEAD; ranged GETs serve
+/// its bytes, one byte flipped in each when `damaged`.
+fn plain_object(
+    etag: String,
+    headers: Vec<(&'static str, String)>,
+    damaged: bool,
+) -> (Script, Vec<u8>) {
+    let full: Vec<u8> = (0..50_000usize).map(|i| (i * 13 + i / 777) as u8).collect();
+    let object = full.clone();
+    let script: Script = Arc::new(move |_, head: &RequestHead| {
+        let mut all = headers.clone();
+        all.push(("etag", etag.clone()));
+        if head.method() == "HEAD" {
+            return Action::Respond {
+                status: 200,
+                headers: all,
+                body: vec![0; object.len()],
+            };
+        }
+        let range = head.headers().get_str("range").unwrap();
+        let (from, to) = range
+            .strip_prefix("bytes=")
+            .unwrap()
+            .split_once('-')
+            .unwrap();
+        let (from, to): (usize, usize) = (from.parse().unwrap(), to.parse().unwrap());
+        let mut body = object[from..=to].to_vec();
+        if damaged {
+            body[0] ^= 0x20;
+        }
+        Action::Respond {
+            status: 206,
+            headers: vec![
+                ("etag", etag.clone()),
+                (
+                    "content-range",
+                    format!("bytes {from}-{to}/{}", object.len()),
+                ),
+            ],
+            body,
+        }
+    });
+    (script, full)
+}
+
+/// SHA-256 checksums (single-part objects) are checked in a second pass over the file; an MD5
+/// ETag only when asked (`verify_md5_etag`): intact bytes pass, damaged bytes fail with
+/// `ChecksumMismatch` and leave no file.
+#[tokio::test]
+async fn downloads_check_sha256_and_on_request_md5_etags_in_a_second_pass() {
+    use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, Md5};
+    bounded(async {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("copy");
+        let options = brisk_client::TransferOptions {
+            part_size: 16_000,
+            ..Default::default()
+        };
+        let (_, full) = plain_object(String::new(), vec![], false);
+        let sha = Checksummer::checksum(ChecksumAlgorithm::Sha256, &full).to_base64();
+        let md5 = {
+            let mut m = Md5::new();
+            m.update(&full);
+            format!("\"{}\"", m.finalize().to_hex())
+        };
+        let sha_headers = vec![("x-amz-checksum-sha256", sha.clone())];
+
+        for damaged in [false, true] {
+            let (script, _) = plain_object("\"v1\"".into(), sha_headers.clone(), damaged);
+            let (endpoint, _) = stand_in(script).await;
+            let c = client(&endpoint, fast_retries(1), LIMIT);
+            let got = c.download("bucket", "key", &target, options.clone()).await;
+            if damaged {
+                let err = got.unwrap_err();
+                assert!(
+                    matches!(&err, Error::ChecksumMismatch { algorithm, expected, .. }
+                        if *algorithm == "SHA256" && *expected == sha),
+                    "{err:?}"
+                );
+                assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+            } else {
+                got.unwrap();
+                assert!(std::fs::read(&target).unwrap() == full);
+                std::fs::remove_file(&target).unwrap();
+            }
+        }
+
+        // No stored checksum, an MD5 ETag: damage passes unless the ETag check is asked for.
+        let (script, _) = plain_object(md5.clone(), vec![], true);
+        let (endpoint, _) = stand_in(script).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        c.download("bucket", "key", &target, options.clone()).await.unwrap();
+        assert!(std::fs::read(&target).unwrap() != full, "not checked by default");
+        std::fs::remove_file(&target).unwrap();
+        let checked = brisk_client::TransferOptions {
+            verify_md5_etag: true,
+            ..options.clone()
+        };
+        let err = c
+            .download("bucket", "key", &target, checked.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::ChecksumMismatch { algorithm, .. } if algorithm.starts_with("MD5")),
+            "{err:?}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let (script, _) = plain_object(md5, vec![], false);
+        let (endpoint, _) = stand_in(script).await;
+        let c = client(&endpoint, fast_retries(1), LIMIT);
+        c.download("bucket", "key", &target, checked).await.unwrap();
+        assert!(std::fs::read(&target).unwrap() == full);
+    })
+    .await;
+}
+
 /// Reads a stream to its end in 7,000-byte steps.
 async fn read_stream(stream: &mut brisk_client::ObjectStream) -> Result<Vec<u8>, Error> {
     let mut got = Vec::new();
