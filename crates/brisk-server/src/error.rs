@@ -99,6 +99,22 @@ impl S3Error {
     }
 }
 
+impl S3Error {
+    /// The answer to a CORS preflight (`OPTIONS`), no bucket having a CORS configuration: S3's
+    /// `400 BadRequest` when the `Origin` header is missing, else `403 CORSResponse`.
+    pub fn cors_preflight(has_origin: bool) -> Self {
+        if has_origin {
+            Self::new("CORSResponse", 403, "CORS is not enabled for this bucket.")
+        } else {
+            Self::new(
+                "BadRequest",
+                400,
+                "Insufficient information. Origin request header needed.",
+            )
+        }
+    }
+}
+
 impl From<StoreError> for S3Error {
     fn from(e: StoreError) -> Self {
         match &e {

@@ -377,6 +377,12 @@ async fn serve_request(
         names.bucket.push_str(&route.bucket);
         names.key.push_str(&route.key);
     }
+    // A CORS preflight carries no signature (browsers send none, whatever the URL's query says)
+    // and brisk serve keeps no CORS configuration: answered before authentication, as S3 answers
+    // for a bucket without one.
+    if head.method() == "OPTIONS" {
+        return Err(S3Error::cors_preflight(headers.contains("origin")));
+    }
     let payload = shared.auth.authenticate(head)?;
     let route = route?;
     handler::handle(
