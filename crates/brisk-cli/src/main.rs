@@ -1,9 +1,13 @@
 //! `brisk`: the command-line tool. `cp`, `ls`, `rm`, `mb`, `rb`, `cat` and `presign` in the AWS
 //! CLI's conventions (`aws s3 ...`), on `brisk-client`; `serve` runs the embedded S3 server;
-//! `bench` measures both (see [`bench`]).
+//! `bench` measures both (see [`mod@bench`]).
 //!
 //! Errors print as one line on stderr (`brisk: <what failed>: <S3 code and message>; hint: ...`) and
 //! end the process with a code by kind of failure (see [`exit`]).
+
+// The doc comments of the argument structs are the `--help` text, where `<domain>` means a value
+// to fill in, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags)]
 
 mod args;
 mod bench;

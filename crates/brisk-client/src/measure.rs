@@ -1,5 +1,5 @@
 //! One point of the random-read benchmark: aligned blocks at random offsets of one object, read
-//! for a fixed time at a fixed queue depth through [`BatchReader`], with the figures a sweep
+//! for a fixed time at a fixed queue depth through [`BatchReader`](crate::BatchReader), with the figures a sweep
 //! compares (IOPS, MiB/s, client CPU per GiB, latency percentiles, threads, sockets).
 //!
 //! The loop is closed: `queue_depth` caller buffers of `block_size` bytes are allocated once, and

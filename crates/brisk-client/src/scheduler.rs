@@ -4,7 +4,7 @@
 //! # Queue depth over few connections
 //!
 //! A batch keeps up to `queue_depth` requests in flight over `lanes` connections: each lane (one
-//! task, one connection at a time, see [`crate::pipeline`]) pipelines up to
+//! task, one connection at a time, see the `pipeline` module) pipelines up to
 //! `ceil(queue_depth / lanes)` requests on its connection (at most [`MAX_PIPELINE_DEPTH`]): it
 //! writes the heads of the requests it takes, then reads the responses in order, writing the head
 //! of the next request as soon as a response is complete. The server thus always has the next

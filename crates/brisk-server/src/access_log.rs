@@ -165,7 +165,7 @@ fn rfc3339_millis(time: SystemTime) -> String {
 }
 
 /// The log's writer: lines are appended to one shared buffer and a writer thread hands the
-/// buffer to standard error every [`FLUSH_INTERVAL`] (or as soon as it holds [`FLUSH_BYTES`]):
+/// buffer to standard error every `FLUSH_INTERVAL` (or as soon as it holds `FLUSH_BYTES`):
 /// one `write` per flush instead of one per request, and no thread wake-up per request. A first
 /// version sent each line through a channel to the thread (one wake-up and one `write` per line):
 /// 32 µs of server CPU per request, a third of a 256 KiB GET's cost (BENCHMARKS.md, "Server").

@@ -22,7 +22,7 @@ struct Segment {
 /// The open data files of one object version, readable as one stream ([`Read`] + [`Seek`]) or
 /// piece by piece for `sendfile` ([`ObjectBody::pieces`]).
 ///
-/// A body may hold only the files of the span a request reads ([`ObjectBody::skip`] stands for the
+/// A body may hold only the files of the span a request reads (`ObjectBody::skip` stands for the
 /// others): a 256 KiB range of an object completed from 128 parts then opens one file, not 128.
 /// Reading where no file was opened is an error, never a short or shifted read.
 #[derive(Debug)]
