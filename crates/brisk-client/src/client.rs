@@ -28,7 +28,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
-use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Md5, MultipartChecksum};
+use brisk_wire::checksum::{
+    ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, Md5, MultipartChecksum,
+};
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::chunked::CRLF;
 use brisk_wire::sigv4::{AmzDate, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder};
@@ -472,6 +474,61 @@ impl Client {
         Ok(length.zip(parts))
     }
 
+    /// Checks a whole object read into memory against its composite CRC: the parts' boundaries
+    /// from [`first_part_layout`](Self::first_part_layout), each part's CRC over its bytes, the
+    /// composite over the parts' CRCs. Parts of unequal size cannot be told apart and are not
+    /// checked (a `debug` event says so).
+    async fn verify_composite(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+        expected: &MultipartChecksum,
+        data: &[u8],
+    ) -> Result<()> {
+        let layout = self.first_part_layout(bucket, key, etag).await?;
+        let Some(part_size) = layout
+            .filter(|&(p, n)| {
+                n == expected.parts && p > 0 && (data.len() as u64).div_ceil(p) == u64::from(n)
+            })
+            .map(|(p, _)| p as usize)
+        else {
+            tracing::debug!(
+                bucket,
+                key,
+                ?layout,
+                parts = expected.parts,
+                "the object's parts are not of equal size; its composite checksum is not checked"
+            );
+            return Ok(());
+        };
+        let algorithm = expected.value.algorithm();
+        let mut composite =
+            CompositeChecksum::new(algorithm).map_err(|e| Error::UnexpectedResponse {
+                what: format!("composite checksum of {bucket}/{key}: {e}"),
+            })?;
+        for part in data.chunks(part_size) {
+            composite
+                .push_part(&Checksummer::checksum(algorithm, part))
+                .expect("one algorithm");
+        }
+        let computed = composite.finish();
+        if computed == *expected {
+            return Ok(());
+        }
+        tracing::warn!(
+            bucket, key, algorithm = algorithm.s3_name(), expected = %expected, computed = %computed,
+            "received bytes do not match the object's composite checksum"
+        );
+        Err(Error::ChecksumMismatch {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            algorithm: algorithm.s3_name(),
+            expected: expected.to_string(),
+            computed: computed.to_string(),
+        })
+    }
+
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget
     /// (waiting while the budget is full). The buffer is sized from the response's `Content-Length`,
     /// so nothing is reserved before the head arrives; it is one allocation whatever the size (from
@@ -483,6 +540,7 @@ impl Client {
         check_key(key)?;
         let response = self.send(&whole_object_get(bucket, key)).await?;
         let expected = stored_checksum(response.head());
+        let composite = composite_with_etag(&response);
         let length = body_length(&response)?;
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
@@ -493,6 +551,10 @@ impl Client {
             .await?;
         if let Some(expected) = expected {
             verify(bucket, key, &expected, &buf)?;
+        }
+        if let Some((composite, etag)) = composite {
+            self.verify_composite(bucket, key, &etag, &composite, &buf)
+                .await?;
         }
         Ok(buf)
     }
@@ -506,6 +568,7 @@ impl Client {
         check_key(key)?;
         let response = self.send(&whole_object_get(bucket, key)).await?;
         let expected = stored_checksum(response.head());
+        let composite = composite_with_etag(&response);
         let length = body_length(&response)?;
         if length > dst.len() as u64 {
             return Err(Error::BufferTooSmall {
@@ -518,6 +581,10 @@ impl Client {
             .await?;
         if let Some(expected) = expected {
             verify(bucket, key, &expected, &dst[..length])?;
+        }
+        if let Some((composite, etag)) = composite {
+            self.verify_composite(bucket, key, &etag, &composite, &dst[..length])
+                .await?;
         }
         Ok(length)
     }
@@ -936,6 +1003,13 @@ impl<E: Into<Error>> From<E> for Attempt {
             stale_reuse: false,
         }
     }
+}
+
+/// A whole-object response's composite CRC and the ETag to pin the part-layout HEAD to; `None`
+/// (and no allocation) for every other response.
+fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String)> {
+    let composite = crate::integrity::stored_composite(response.head())?;
+    Some((composite, response.header("etag")?.to_owned()))
 }
 
 /// A GET of a whole object that asks for its stored checksum.

@@ -23,7 +23,10 @@
 //! bytes are checked against it, and a mismatch is [`Error::ChecksumMismatch`]: the caller never
 //! gets damaged bytes as if they were the object. Composite checksums of multipart objects
 //! (`<base64>-<parts>`, or `x-amz-checksum-type: COMPOSITE`) are checksums of the parts' checksums;
-//! they cannot be checked from the object's bytes without its part boundaries and are skipped.
+//! they need the part boundaries, which a HEAD with `partNumber=1` gives when the parts are of equal
+//! size (all but the last, as every SDK uploads them): then each part's CRC is computed and the
+//! composite compared (`stored_composite`). SHA composites and parts of unequal size are skipped.
+//! `get_stream` checks full-object checksums only.
 
 use brisk_wire::checksum::{
     ChecksumAlgorithm, ChecksumValue, Checksummer, FullObjectCrc, MultipartChecksum,

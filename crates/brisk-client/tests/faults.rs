@@ -699,7 +699,20 @@ fn composite_object(part_sizes: [usize; 3], damaged: bool) -> (Script, Vec<u8>) 
                 body: vec![0; object.len()],
             };
         }
-        let mut action = partial_if_unchanged(head, &object);
+        let mut action = if head.headers().get_str("range").is_none() {
+            // A whole-object GET (get_bytes, get_into) carries the checksum like the HEAD.
+            Action::Respond {
+                status: 200,
+                headers: vec![
+                    ("etag", "\"v1\"".into()),
+                    ("x-amz-checksum-crc32c", stored.clone()),
+                    ("x-amz-checksum-type", "COMPOSITE".into()),
+                ],
+                body: object.clone(),
+            }
+        } else {
+            partial_if_unchanged(head, &object)
+        };
         if let (true, Action::Respond { body, .. }) = (damaged, &mut action) {
             let middle = body.len() / 2;
             body[middle] ^= 0x20;
@@ -710,8 +723,9 @@ fn composite_object(part_sizes: [usize; 3], damaged: bool) -> (Script, Vec<u8>) 
 }
 
 /// `download` rebuilds a composite (per-part) checksum from ranges cut on the part boundaries it
-/// learns from `partNumber=1`: intact bytes pass, damaged bytes fail with `ChecksumMismatch` and
-/// leave no file; parts of unequal size are not checked (and not mistaken for damage).
+/// learns from `partNumber=1`, `get_bytes` and `get_into` over the bytes in memory: intact bytes
+/// pass, damaged bytes fail with `ChecksumMismatch` (and `download` leaves no file); parts of
+/// unequal size are not checked (and not mistaken for damage).
 #[tokio::test]
 async fn downloads_check_composite_checksums_part_by_part() {
     bounded(async {
@@ -751,9 +765,23 @@ async fn downloads_check_composite_checksums_part_by_part() {
         }
         std::fs::remove_file(&target).unwrap();
 
+        // get_bytes and get_into check the composite over the bytes in memory.
+        assert!(c.get_bytes("bucket", "key").await.unwrap()[..] == full[..]);
+        let mut into = vec![0u8; full.len()];
+        assert_eq!(c.get_into("bucket", "key", &mut into).await.unwrap(), full.len());
+
         let (script, _) = composite_object([40_000, 40_000, 17_000], true);
         let (endpoint, _) = stand_in(script).await;
         let c = client(&endpoint, fast_retries(1), LIMIT);
+        for err in [
+            c.get_bytes("bucket", "key").await.map(|_| ()).unwrap_err(),
+            c.get_into("bucket", "key", &mut into).await.map(|_| ()).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::ChecksumMismatch { expected, .. } if expected.ends_with("-3")),
+                "{err:?}"
+            );
+        }
         let err = c
             .download("bucket", "key", &target, options.clone())
             .await
