@@ -10,9 +10,7 @@ is `brisk serve` alone (for tests whose subject is not the protocol, such as mem
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import shutil
 import socket
 import subprocess
@@ -68,13 +66,16 @@ class Server:
             os.unlink(self.log)
 
 
-def die_with_parent() -> None:
-    """Runs in the server's process before exec: it gets SIGTERM when the test process dies, however
-    that happens (a killed pytest must not leave servers behind)."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def die_with_parent(argv: list[str]) -> list[str]:
+    """`argv` wrapped so that the server gets SIGTERM when the test process dies, however that happens
+    (a killed pytest must not leave servers behind).
 
-
-PR_SET_PDEATHSIG = 1
+    `setpriv --pdeathsig` (util-linux, on every Debian) sets the signal and execs the server. It is
+    not done with `preexec_fn`: that runs Python in the forked child, and once the brisk client's
+    runtime threads exist, a lock one of them held at the fork (malloc's, the GIL's) can deadlock the
+    child before exec, and `Popen` waits for that child forever."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
 
 
 def free_port() -> int:
@@ -98,10 +99,9 @@ def start_brisk() -> Server:
     log_path = data + ".log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(brisk_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--root", data,
-             "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--region", "us-east-1"],
+            die_with_parent([str(brisk_binary()), "serve", "--listen", f"127.0.0.1:{port}", "--root", data,
+                             "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--region", "us-east-1"]),
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
         )
     endpoint = f"http://127.0.0.1:{port}"
     wait_for(endpoint + "/", process, "brisk serve", log_path)
@@ -117,10 +117,9 @@ def start_minio() -> Server:
     env = dict(os.environ, MINIO_ROOT_USER=ACCESS_KEY, MINIO_ROOT_PASSWORD=SECRET_KEY,
                MINIO_SITE_REGION="us-east-1", MINIO_BROWSER="off", MINIO_UPDATE="off")
     process = subprocess.Popen(
-        [str(binary), "server", "--quiet", "--address", f"127.0.0.1:{port}",
-         "--console-address", "127.0.0.1:0", data],
+        die_with_parent([str(binary), "server", "--quiet", "--address", f"127.0.0.1:{port}",
+                         "--console-address", "127.0.0.1:0", data]),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
-        preexec_fn=die_with_parent,
     )
     endpoint = f"http://127.0.0.1:{port}"
     wait_for(endpoint + "/minio/health/live", process, "MinIO")

@@ -40,10 +40,10 @@ def tls_server():
         check=True, capture_output=True,
     )
     process = subprocess.Popen(
-        [str(brisk_binary()), "serve", "--listen", "127.0.0.1:0", "--root", str(work / "data"),
-         "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--region", "us-east-1",
-         "--tls-cert", str(cert), "--tls-key", str(key), "--log-format", "off"],
-        stdout=subprocess.PIPE, text=True, preexec_fn=die_with_parent,
+        die_with_parent([str(brisk_binary()), "serve", "--listen", "127.0.0.1:0", "--root", str(work / "data"),
+                         "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, "--region", "us-east-1",
+                         "--tls-cert", str(cert), "--tls-key", str(key), "--log-format", "off"]),
+        stdout=subprocess.PIPE, text=True,
     )
     try:
         url = process.stdout.readline().strip()
