@@ -17,6 +17,12 @@ each repeat so that the machine's drift hits all of them alike. Cases:
   download   GET of the file-size object (default 4 GiB) to a file with each client's transfer API
   upload     PUT of a file of the file size with each client's transfer API
 
+With `--tls`, `brisk serve` answers HTTPS only, with a self-signed certificate made for the run
+(openssl; P-256, a leaf for 127.0.0.1), and every client trusts it through its own documented setting:
+`AWS_CA_BUNDLE` (boto3, brisk), `TlsContextOptions.override_default_trust_store_from_path` (awscrt),
+`client_options["root_certificate"]` (obstore). Nobody skips verification. Over HTTPS brisk's uploads
+switch to what the AWS SDKs do there: `UNSIGNED-PAYLOAD` with a CRC32C checksum.
+
 Every measured process runs under `/usr/bin/time -v`: peak RSS (`Maximum resident set size`) and CPU
 (user + sys) come from outside; wall time is taken inside the process around the operation alone
 (after imports and client set-up) and printed by the driver (the brisk examples print it the same way).
@@ -90,10 +96,14 @@ LABELS = {
 # Drivers: what runs inside one measured process.
 
 
-def client_env(endpoint):
-    return dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-                AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION, AWS_ENDPOINT_URL=endpoint,
-                AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+def client_env(endpoint, ca_bundle=None):
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+               AWS_REGION=REGION, AWS_DEFAULT_REGION=REGION, AWS_ENDPOINT_URL=endpoint,
+               AWS_CONFIG_FILE=os.devnull, AWS_SHARED_CREDENTIALS_FILE=os.devnull)
+    env.pop("AWS_CA_BUNDLE", None)
+    if ca_bundle:
+        env["AWS_CA_BUNDLE"] = ca_bundle
+    return env
 
 
 def boto3_client(endpoint):
@@ -125,11 +135,17 @@ def drive_awscrt(case, endpoint, bucket, key, size, path):
     elg = io.EventLoopGroup()
     bootstrap = io.ClientBootstrap(elg, io.DefaultHostResolver(elg))
     credentials = auth.AwsCredentialsProvider.new_static(ACCESS_KEY, SECRET_KEY)
+    tls = {"tls_mode": s3.S3RequestTlsMode.DISABLED}
+    if endpoint.startswith("https://"):
+        options = io.TlsContextOptions()
+        options.override_default_trust_store_from_path(ca_filepath=os.environ["AWS_CA_BUNDLE"])
+        tls = {"tls_mode": s3.S3RequestTlsMode.ENABLED,
+               "tls_connection_options": io.ClientTlsContext(options).new_connection_options()}
     client = s3.S3Client(
         bootstrap=bootstrap,
         region=REGION,
-        tls_mode=s3.S3RequestTlsMode.DISABLED,
         signing_config=s3.create_default_s3_signing_config(region=REGION, credential_provider=credentials),
+        **tls,
     )
     started = time.perf_counter()
     headers = [("host", host)]
@@ -166,6 +182,10 @@ def drive_obstore(case, endpoint, bucket, key, size, path):
     import obstore
     from obstore.store import S3Store
 
+    options = {"allow_http": True, "timeout": f"{run_timeout(size)}s"}
+    if endpoint.startswith("https://"):
+        with open(os.environ["AWS_CA_BUNDLE"]) as f:
+            options["root_certificate"] = f.read()
     store = S3Store(
         bucket,
         endpoint=endpoint,
@@ -174,7 +194,7 @@ def drive_obstore(case, endpoint, bucket, key, size, path):
         secret_access_key=SECRET_KEY,
         virtual_hosted_style_request=False,
         # obstore's default request timeout is 30 s, which a slow 4 GiB stream may outlast.
-        client_options={"allow_http": True, "timeout": f"{run_timeout(size)}s"},
+        client_options=options,
     )
     started = time.perf_counter()
     if case in ("get", "baseline"):
@@ -233,15 +253,18 @@ def process_rss_kib(pid):
 class Server:
     """One server process on a fresh data directory, stopped and removed by close()."""
 
-    def __init__(self, kind, data, minio):
+    def __init__(self, kind, data, minio, tls=None):
         self.kind, self.data = kind, data
         self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.ca_bundle = tls[0] if tls else None
+        self.endpoint = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         os.makedirs(data)
         if kind == "brisk":
             cmd = [os.path.join(ROOT, "target/release/brisk"), "serve", "--root", data,
                    "--listen", f"127.0.0.1:{self.port}", "--access-key", ACCESS_KEY,
                    "--secret-key", SECRET_KEY]
+            if tls:
+                cmd += ["--tls-cert", tls[0], "--tls-key", tls[1]]
             env = dict(os.environ)
         else:
             cmd = [minio, "server", "--quiet", "--address", f"127.0.0.1:{self.port}",
@@ -280,6 +303,21 @@ class Server:
             self.proc.wait()
         self.log.close()
         shutil.rmtree(self.data, ignore_errors=True)
+
+
+def self_signed_certificate(directory):
+    """(certificate, key) PEM files: a P-256 leaf for 127.0.0.1, self-signed, valid for two days."""
+    cert, key, config = (os.path.join(directory, name) for name in ("tls.crt", "tls.key", "tls.cnf"))
+    with open(config, "w") as f:
+        f.write("[req]\ndistinguished_name = dn\nx509_extensions = leaf\nprompt = no\n"
+                "[dn]\nCN = 127.0.0.1\n"
+                "[leaf]\nsubjectAltName = IP:127.0.0.1, DNS:localhost\n"
+                "basicConstraints = critical, CA:FALSE\nkeyUsage = digitalSignature\n"
+                "extendedKeyUsage = serverAuth\n")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-config", config],
+                   check=True, capture_output=True)
+    return cert, key
 
 
 def write_random_file(path, size):
@@ -348,7 +386,7 @@ def measure(server, client, case, key, size, path):
     row = {"server": server.kind, "client": client, "case": case, "size": size}
     cpu0 = server.cpu_seconds()
     try:
-        proc = subprocess.run(cmd, env=client_env(server.endpoint), capture_output=True, text=True,
+        proc = subprocess.run(cmd, env=client_env(server.endpoint, server.ca_bundle), capture_output=True, text=True,
                               timeout=run_timeout(size))
     except subprocess.TimeoutExpired:
         return {**row, "status": f"timed out after {run_timeout(size)} s"}
@@ -372,17 +410,18 @@ def put_object(server, key, path):
     """Uploads with brisk's `upload` example (multipart above 8 MiB: composite checksums, so no client
     verifies a whole-object checksum on GET)."""
     subprocess.run([brisk_example("upload"), "--endpoint-url", server.endpoint, "--bucket", BUCKET,
-                    "--key", key, "--file", path], env=client_env(server.endpoint), check=True,
+                    "--key", key, "--file", path], env=client_env(server.endpoint, server.ca_bundle), check=True,
                    stdout=subprocess.DEVNULL, timeout=run_timeout(os.path.getsize(path)))
 
 
-def admin_client(endpoint):
+def admin_client(server):
     """boto3 for the set-up and clean-up requests, which are not measured."""
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", endpoint_url=endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
-                        aws_secret_access_key=SECRET_KEY, config=Config(s3={"addressing_style": "path"}))
+    return boto3.client("s3", endpoint_url=server.endpoint, region_name=REGION, aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY, verify=server.ca_bundle,
+                        config=Config(s3={"addressing_style": "path"}))
 
 
 def find_minio(given):
@@ -409,6 +448,8 @@ def run(args):
         if name not in CASES:
             sys.exit(f"unknown case {name!r}: one of {', '.join(CASES)}")
     minio = find_minio(args.minio) if args.server == "minio" else None
+    if args.tls and args.server != "brisk":
+        sys.exit("--tls runs against brisk serve only")
 
     os.makedirs(args.scratch, exist_ok=True)
     work = os.path.join(args.scratch, f"compare-{os.getpid()}")
@@ -423,6 +464,7 @@ def run(args):
         "command": args.command_line,
         "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "server": args.server,
+        "scheme": "https" if args.tls else "http",
         "repeats": repeats,
         "get_sizes": list(get_sizes),
         "file_size": file_size,
@@ -433,13 +475,15 @@ def run(args):
     }
     rows = []
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, f"compare-{args.server}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
+    label = f"{args.server}-tls" if args.tls else args.server
+    stem = os.path.join(args.out, f"compare-{label}-{started_at.strftime('%Y-%m-%dT%H%M%S')}")
     partial = open(stem + ".partial.tsv", "w")
     partial.write("\t".join(TSV_FIELDS) + "\n")
-    server = Server(args.server, os.path.join(work, "data"), minio)
+    tls = self_signed_certificate(work) if args.tls else None
+    server = Server(args.server, os.path.join(work, "data"), minio, tls)
     try:
         meta["server_idle_rss_kib"] = server.idle_rss_kib
-        s3 = admin_client(server.endpoint)
+        s3 = admin_client(server)
         s3.create_bucket(Bucket=BUCKET)
         print(f"{args.server} on {server.endpoint}, idle RSS {server.idle_rss_kib / 1024:.1f} MiB; "
               "uploading the objects", file=sys.stderr)
@@ -590,7 +634,7 @@ def tables(meta, rows):
         return f"{len(failed[key])} of {n_ok + len(failed[key])} runs failed: {failed[key][0]}"
 
     out = [f"Command: `{meta['command']}`", "",
-           f"Server `{meta['server']}` (idle RSS {meta.get('server_idle_rss_kib', 0) / 1024:.1f} MiB), "
+           f"Server `{meta['server']}` over {meta.get('scheme', 'http').upper()} (idle RSS {meta.get('server_idle_rss_kib', 0) / 1024:.1f} MiB), "
            f"{meta['started']}, {meta['repeats']} repeat(s), medians; load average before "
            f"{' '.join(meta['load_before'])}, after {' '.join(meta.get('load_after', ['?']))}; versions: "
            + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", ""]
@@ -667,6 +711,8 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("--server", choices=("brisk", "minio"), default="brisk")
     r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then /work/main/.tools/bin/minio)")
+    r.add_argument("--tls", action="store_true",
+                   help="brisk serve over HTTPS with a self-signed certificate every client trusts")
     r.add_argument("--quick", action="store_true",
                    help="16 and 64 MiB in memory, 256 MiB files, 1 repeat (unless --repeats)")
     r.add_argument("--get-sizes", help="comma-separated in-memory GET sizes, e.g. 256MiB,1GiB")

@@ -5,6 +5,7 @@
 #   bench/compare.sh                   brisk serve (fsync on), 256 MiB + 1 GiB in memory, 4 GiB files, 3 repeats
 #   bench/compare.sh --server minio    the same against MinIO (.tools/bin/minio or /work/main/.tools/bin/minio)
 #   bench/compare.sh --quick           16 + 64 MiB in memory, 256 MiB files, 1 repeat (a minute or two)
+#   bench/compare.sh --tls             brisk serve over HTTPS (a self-signed certificate every client trusts)
 #
 # Further options (bench/compare.py run --help): --repeats N, --get-sizes 256MiB,1GiB, --file-size 4GiB,
 # --clients brisk,boto3, --cases get,download,upload, --download-dir DIR (e.g. /dev/shm: downloads to
