@@ -11,7 +11,7 @@ thread_local! {
     static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
 }
 
-// SAFETY (of the trait contract): every call is forwarded to the system allocator unchanged.
+// SAFETY: the trait's contract holds because every call is forwarded to the system allocator unchanged.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
