@@ -47,6 +47,7 @@ use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
 use crate::request::{
     RequestSpec, Target, check_bucket, check_key, expects_continue, push_query, signed_head, target,
 };
+use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 /// How long a request with a large body waits for `100 Continue` before sending the body anyway:
 /// 1 s, as botocore (through urllib3) waits. Servers that ignore `Expect` cost this once per request.
@@ -271,8 +272,7 @@ impl Client {
     /// Sends `spec` and reads the response head, retrying retryable failures. A 2xx response is
     /// returned with its body unread; any other status becomes the matching [`Error`].
     pub(crate) async fn send(&self, spec: &RequestSpec<'_>) -> Result<Response> {
-        let policy = self.inner.config.retry;
-        let mut attempt = 1;
+        let mut retry = RetryContext::new(self.inner.config.retry);
         let mut fresh = false;
         loop {
             match self.send_once(spec, fresh).await {
@@ -289,24 +289,27 @@ impl Client {
                         Counters::add(&self.inner.counters.retries);
                         continue;
                     }
-                    if !error.is_retryable() || attempt >= policy.max_attempts.max(1) {
-                        if error.is_retryable() {
+                    let attempt = retry.attempt();
+                    match retry.failed(&error) {
+                        RetryDecision::RetryAfter(backoff) => {
                             tracing::debug!(
-                                method = spec.method, bucket = spec.bucket, key = spec.key, attempt, %error,
-                                "giving up: no attempts left"
+                                method = spec.method, bucket = spec.bucket, key = spec.key, attempt,
+                                backoff_ms = backoff.as_millis() as u64, %error,
+                                "retrying request"
                             );
+                            tokio::time::sleep(backoff).await;
+                            Counters::add(&self.inner.counters.retries);
                         }
-                        return Err(error);
+                        RetryDecision::GiveUp { exhausted } => {
+                            if exhausted {
+                                tracing::debug!(
+                                    method = spec.method, bucket = spec.bucket, key = spec.key, attempt, %error,
+                                    "giving up: no attempts left"
+                                );
+                            }
+                            return Err(error);
+                        }
                     }
-                    let backoff = policy.backoff(attempt);
-                    tracing::debug!(
-                        method = spec.method, bucket = spec.bucket, key = spec.key, attempt,
-                        backoff_ms = backoff.as_millis() as u64, %error,
-                        "retrying request"
-                    );
-                    tokio::time::sleep(backoff).await;
-                    attempt += 1;
-                    Counters::add(&self.inner.counters.retries);
                 }
             }
         }
@@ -355,15 +358,10 @@ impl Client {
         }
         if let Err(e) = exchange {
             // Nothing of a response arrived on a reused connection: the server closed it while idle.
-            let stale = reused
-                && matches!(
-                    e,
-                    brisk_wire::http::HttpError::IncompleteHead { received: 0 }
-                        | brisk_wire::http::HttpError::Io(_)
-                );
+            let stale_reuse = is_stale_reuse(reused, false, &e);
             return Err(Attempt {
                 error: Error::Http(e),
-                stale_reuse: stale,
+                stale_reuse,
             });
         }
         let mut response = Response { conn };
@@ -677,10 +675,9 @@ impl Client {
         dst: &mut [u8],
     ) -> Result<()> {
         let etag = response.header("etag").map(str::to_owned);
-        let policy = self.inner.config.retry;
+        let mut retry = RetryContext::new(self.inner.config.retry);
         let mut response = response;
         let mut filled = 0usize;
-        let mut attempt = 1;
         loop {
             let (read, outcome) = read_body_exact(&mut response, &mut dst[filled..]).await;
             filled += read;
@@ -695,15 +692,14 @@ impl Client {
             let Some(etag) = etag.as_deref() else {
                 return Err(error);
             };
-            if !error.is_retryable() || attempt >= policy.max_attempts.max(1) {
+            let RetryDecision::RetryAfter(backoff) = retry.failed(&error) else {
                 return Err(error);
-            }
-            tokio::time::sleep(policy.backoff(attempt)).await;
-            attempt += 1;
+            };
+            tokio::time::sleep(backoff).await;
             Counters::add(&self.inner.counters.resumed_reads);
             let from = offset + filled as u64;
             tracing::debug!(
-                bucket, key, attempt, resume_at = from, %error,
+                bucket, key, attempt = retry.attempt(), resume_at = from, %error,
                 "read failed mid-body; resuming with a ranged GET pinned to the ETag"
             );
             let last = offset + dst.len() as u64 - 1;

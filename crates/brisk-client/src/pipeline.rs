@@ -32,6 +32,7 @@ use crate::client::Response;
 use crate::error::{Error, ServiceError};
 use crate::pool::PooledConnection;
 use crate::request::{RequestSpec, Target, signed_head};
+use crate::retry::{RetryDecision, is_stale_reuse};
 use crate::scheduler::{MAX_PIPELINE_DEPTH, Scheduler, Work};
 
 /// Runs one lane until the batch shuts down.
@@ -371,12 +372,10 @@ impl Lane {
         let conn = self.drop_connection();
         let reused = conn.as_ref().is_some_and(PooledConnection::was_reused);
         drop(conn);
-        let stale = reused
-            && self.answered_on_conn == 0
-            && matches!(
-                error,
-                Error::Http(HttpError::IncompleteHead { received: 0 } | HttpError::Io(_))
-            );
+        let stale = match &error {
+            Error::Http(e) => is_stale_reuse(reused, self.answered_on_conn > 0, e),
+            _ => false,
+        };
         let pipeline_refused = !stale
             && self.sent_on_conn >= 2
             && self.answered_in_life <= 1
@@ -412,10 +411,11 @@ impl Lane {
     fn retry_or_fail(&mut self, mut work: Work, error: Error, retryable: bool) {
         work.failures += 1;
         let policy = self.scheduler.client.config().retry;
-        if !retryable || work.failures >= policy.max_attempts.max(1) {
+        let RetryDecision::RetryAfter(delay) = policy.after_failure(work.failures, retryable)
+        else {
             self.scheduler.fail(work, error);
             return;
-        }
+        };
         tracing::debug!(
             attempt = work.failures, %error,
             "pipelined read failed; queued again after backoff"
@@ -424,7 +424,6 @@ impl Lane {
         crate::metrics::Counters::add(&counters.retries);
         self.scheduler.count_resent(1);
         // The slot goes back now; the request takes one again when it is sent.
-        let delay = policy.backoff(work.failures);
         self.scheduler.requeue_later(work, delay);
     }
 }

@@ -18,11 +18,14 @@
 //! remaining bytes pinned to the first response's ETag (`If-Match`), within the retry policy's
 //! attempts; an object that changed meanwhile is [`Error::ObjectChanged`].
 
+use std::time::Duration;
+
 use brisk_wire::checksum::{ChecksumValue, Checksummer};
 
 use crate::client::{Client, Response, body_length, whole_object_get};
 use crate::error::{Error, Result};
 use crate::request::{RequestSpec, check_bucket, check_key};
+use crate::retry::{RetryContext, RetryDecision};
 
 /// An object being read; see the [module docs](self).
 pub struct ObjectStream {
@@ -34,7 +37,9 @@ pub struct ObjectStream {
     received: u64,
     etag: Option<String>,
     checksum: Option<(ChecksumValue, Checksummer)>,
-    attempts: u32,
+    retry: RetryContext,
+    /// The wait decided by the last failure, taken before the resumed read.
+    backoff: Duration,
 }
 
 impl std::fmt::Debug for ObjectStream {
@@ -69,7 +74,8 @@ impl Client {
             received: 0,
             etag,
             checksum,
-            attempts: 1,
+            retry: RetryContext::new(self.config().retry),
+            backoff: Duration::ZERO,
         })
     }
 }
@@ -157,21 +163,24 @@ impl ObjectStream {
 
     /// Whether `error` ends the read (returned) or the missing bytes are fetched again.
     fn fail_or_resume(&mut self, error: Error) -> Result<()> {
-        let policy = self.client.config().retry;
-        if self.etag.is_none() || !error.is_retryable() || self.attempts >= policy.max_attempts {
+        if self.etag.is_none() {
             return Err(error);
         }
-        Ok(())
+        match self.retry.failed(&error) {
+            RetryDecision::RetryAfter(backoff) => {
+                self.backoff = backoff;
+                Ok(())
+            }
+            RetryDecision::GiveUp { .. } => Err(error),
+        }
     }
 
     /// A ranged GET for the bytes not yet read, pinned to the first response's ETag.
     async fn resume(&mut self) -> Result<()> {
-        let policy = self.client.config().retry;
-        tokio::time::sleep(policy.backoff(self.attempts)).await;
-        self.attempts += 1;
+        tokio::time::sleep(std::mem::take(&mut self.backoff)).await;
         self.client.count_resumed_read();
         tracing::debug!(
-            bucket = %self.bucket, key = %self.key, attempt = self.attempts, resume_at = self.received,
+            bucket = %self.bucket, key = %self.key, attempt = self.retry.attempt(), resume_at = self.received,
             "stream read failed mid-body; resuming with a ranged GET pinned to the ETag"
         );
         let etag = self.etag.clone().unwrap_or_default();
