@@ -9,12 +9,12 @@
 //! `0 ..= min(max_backoff, initial_backoff × 2ⁿ⁻¹)` ("full jitter", as in the AWS SDKs' standard mode),
 //! so clients that failed together do not retry together.
 //!
-//! This module is the one place where a failure's fate is decided: [`RetryPolicy::after_failure`]
-//! (tried again after a wait, or final), [`RetryContext`] (one operation's count of failed attempts,
+//! This module is the one place where a failure's fate is decided: `RetryPolicy::after_failure`
+//! (tried again after a wait, or final), `RetryContext` (one operation's count of failed attempts,
 //! used by the request path, the resuming GET and [`ObjectStream`](crate::ObjectStream)), and
-//! [`is_stale_reuse`] (a kept-alive connection the server had closed, which is resent at once and
+//! `is_stale_reuse` (a kept-alive connection the server had closed, which is resent at once and
 //! not counted). The pipelined lane keeps its count in each queued request and asks the same
-//! [`RetryPolicy::after_failure`].
+//! `RetryPolicy::after_failure`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
