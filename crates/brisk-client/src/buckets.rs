@@ -1,11 +1,14 @@
-//! ListBuckets: the buckets the credentials own.
+//! Bucket operations: CreateBucket, DeleteBucket, and ListBuckets (the buckets the credentials
+//! own, [`BucketInfo`]). Each goes through the request engine ([`crate::client`]); only
+//! ListBuckets reads a body, and follows its continuation pages.
 
-use brisk_wire::xml::{ListAllMyBucketsResult, XmlDocument};
+use brisk_wire::sigv4::PayloadHash;
+use brisk_wire::xml::{CreateBucketConfiguration, ListAllMyBucketsResult, XmlDocument};
 use time::OffsetDateTime;
 
-use crate::client::{Client, read_small_body};
+use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result};
-use crate::request::{RequestSpec, push_query};
+use crate::request::{RequestSpec, check_bucket, push_query};
 
 /// Most pages of one listing followed before giving up: S3 pages ListBuckets only when asked
 /// (`max-buckets`, at most 10,000 per page) and its highest bucket quota is 10,000, so a listing
@@ -25,6 +28,36 @@ pub struct BucketInfo {
 }
 
 impl Client {
+    /// Creates `bucket` in the client's region. A bucket that exists already is
+    /// [`Error::BucketAlreadyExists`] (whoever owns it).
+    pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
+        check_bucket(bucket)?;
+        let region = &self.config().region;
+        // us-east-1 is S3's default location and must not be named in the body.
+        let body = if region == crate::config::DEFAULT_REGION {
+            Vec::new()
+        } else {
+            CreateBucketConfiguration {
+                location_constraint: Some(region.clone()),
+            }
+            .to_vec()?
+        };
+        let mut spec = RequestSpec::new("PUT", Some(bucket), None);
+        spec.payload = PayloadHash::of(&body);
+        spec.body = &body;
+        let response = self.send(&spec).await?;
+        finish(response).await
+    }
+
+    /// Deletes the empty bucket `bucket`.
+    pub async fn delete_bucket(&self, bucket: &str) -> Result<()> {
+        check_bucket(bucket)?;
+        let response = self
+            .send(&RequestSpec::new("DELETE", Some(bucket), None))
+            .await?;
+        finish(response).await
+    }
+
     /// The buckets owned by the client's credentials (ListBuckets), in the server's order (by name
     /// on S3). Continuation pages are followed, at most [`MAX_BUCKET_PAGES`].
     pub async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {

@@ -40,8 +40,10 @@ pub mod integrity;
 pub mod list;
 pub mod measure;
 pub mod metrics;
+pub mod objects;
 mod pipeline;
 pub mod pool;
+mod presign;
 pub mod request;
 pub mod retry;
 pub mod scheduler;
@@ -55,13 +57,14 @@ pub use batch::{
     ReadRequest,
 };
 pub use buckets::BucketInfo;
-pub use client::{Client, ObjectMeta, PayloadSigning, PutOptions, PutResult};
+pub use client::Client;
 pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
 pub use copy::{CopyOptions, CopyResult, MetadataDirective};
 pub use error::{Error, Result, ServiceError};
 pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
+pub use objects::{ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;
 pub use transfer::{TransferOptions, TransferProgress, UploadResult};

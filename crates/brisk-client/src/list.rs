@@ -1,13 +1,56 @@
-//! ListObjectsV2, page by page.
+//! ListObjectsV2, page by page: [`Client::list`] and the pager it returns.
 //!
 //! A page holds at most 1,000 entries (S3's page size, and the default of `max-keys`), so listing a
 //! bucket of any size holds one page in memory at a time. The pager follows
 //! `NextContinuationToken` until the server says the listing is complete.
 
-use brisk_wire::xml::{ListBucketResult, ListVersion, ObjectEntry};
+use brisk_wire::xml::{ListBucketResult, ListVersion, ObjectEntry, XmlDocument};
 
-use crate::client::Client;
+use crate::client::{Client, read_small_body};
 use crate::error::{Error, Result};
+use crate::request::{RequestSpec, check_bucket, push_query};
+
+impl Client {
+    /// Lists `bucket` (ListObjectsV2), page by page: call [`ListObjects::next_page`] until it returns
+    /// `None`.
+    pub fn list(&self, bucket: &str, options: ListOptions) -> ListObjects {
+        ListObjects::new(self.clone(), bucket.to_owned(), options)
+    }
+
+    /// Sends one ListObjectsV2 request (used by [`ListObjects`]).
+    pub(crate) async fn list_page(
+        &self,
+        bucket: &str,
+        options: &ListOptions,
+        continuation_token: Option<&str>,
+    ) -> Result<ListBucketResult> {
+        check_bucket(bucket)?;
+        let mut query = String::new();
+        if let Some(token) = continuation_token {
+            push_query(&mut query, "continuation-token", token);
+        }
+        if let Some(delimiter) = &options.delimiter {
+            push_query(&mut query, "delimiter", delimiter);
+        }
+        push_query(&mut query, "encoding-type", "url");
+        push_query(&mut query, "list-type", "2");
+        if let Some(max) = options.max_keys {
+            push_query(&mut query, "max-keys", &max.to_string());
+        }
+        if let Some(prefix) = &options.prefix {
+            push_query(&mut query, "prefix", prefix);
+        }
+        if let Some(after) = &options.start_after {
+            push_query(&mut query, "start-after", after);
+        }
+        let mut spec = RequestSpec::new("GET", Some(bucket), None);
+        spec.query = query;
+        let mut response = self.send(&spec).await?;
+        let xml = read_small_body(&mut response).await?;
+        response.release();
+        Ok(ListBucketResult::parse(&xml)?)
+    }
+}
 
 /// What to list.
 #[derive(Debug, Clone, Default)]

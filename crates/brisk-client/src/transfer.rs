@@ -49,9 +49,10 @@ use brisk_wire::xml::{
 use tokio::task::JoinSet;
 
 use crate::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
-use crate::client::{Client, PayloadSigning, StoredChecksum, finish, read_small_body};
+use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::UploadChecksum;
+use crate::objects::{PayloadSigning, StoredChecksum};
 use crate::request::{RequestSpec, TrailingChecksum, check_bucket, check_key, push_query};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part

@@ -26,8 +26,9 @@ use brisk_wire::xml::CompletedPart;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::task::JoinSet;
 
-use crate::client::{Client, PutOptions};
+use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::objects::PutOptions;
 use crate::request::{check_bucket, check_key};
 use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult, next_finished_part};
 

@@ -1,0 +1,61 @@
+//! Presigned URLs: a GET or PUT of one object that anyone holding the URL can make until it
+//! expires, signed with the client's credentials (SigV4 query parameters, `host` the only signed
+//! header). Nothing is sent: presigning is computed from the configuration alone, so it sits apart
+//! from the request engine.
+
+use std::time::{Duration, SystemTime};
+
+use brisk_wire::sigv4::{AmzDate, SignableRequest};
+
+use crate::client::Client;
+use crate::config::Scheme;
+use crate::error::{Error, Result};
+use crate::request::{check_bucket, check_key};
+
+impl Client {
+    /// A URL anyone can GET `bucket`/`key` with, for `expires` (1 s to 7 days).
+    pub fn presign_get(&self, bucket: &str, key: &str, expires: Duration) -> Result<String> {
+        self.presign("GET", bucket, key, expires, SystemTime::now())
+    }
+
+    /// A URL anyone can PUT `bucket`/`key` with (the body unsigned), for `expires` (1 s to 7 days).
+    pub fn presign_put(&self, bucket: &str, key: &str, expires: Duration) -> Result<String> {
+        self.presign("PUT", bucket, key, expires, SystemTime::now())
+    }
+
+    /// A presigned URL for `method` on `bucket`/`key`, signed at `now`. An anonymous client has
+    /// nothing to sign with: [`Error::InvalidArgument`].
+    pub fn presign(
+        &self,
+        method: &str,
+        bucket: &str,
+        key: &str,
+        expires: Duration,
+        now: SystemTime,
+    ) -> Result<String> {
+        check_bucket(bucket)?;
+        check_key(key)?;
+        let target = self.target(Some(bucket), Some(key));
+        let headers: [(&str, &[u8]); 1] = [("host", target.host_header.as_bytes())];
+        let request = SignableRequest {
+            method,
+            path: &target.path,
+            query: "",
+            headers: &headers,
+        };
+        let Some(signer) = self.signer() else {
+            return Err(Error::InvalidArgument {
+                what: "an anonymous client has no credentials to presign a URL with".to_owned(),
+            });
+        };
+        let presigned = signer.presign(&request, expires, AmzDate::from_system_time(now)?)?;
+        let scheme = match self.config().endpoint.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        Ok(format!(
+            "{scheme}://{}{}?{}",
+            target.host_header, target.path, presigned.query
+        ))
+    }
+}
