@@ -64,6 +64,13 @@ struct Inner {
     counters: Arc<Counters>,
 }
 
+impl ClientBuilder {
+    /// Resolves the configuration (as [`resolve`](Self::resolve)) and builds the client.
+    pub fn build(self) -> Result<Client, ConfigError> {
+        Client::new(self.resolve()?)
+    }
+}
+
 /// A response whose head has been read; its body is still on the connection.
 pub(crate) struct Response {
     pub(crate) conn: PooledConnection,

@@ -29,7 +29,6 @@ use brisk_wire::sigv4::Credentials;
 pub use endpoint::{Addressing, Endpoint, Scheme, is_virtual_host_compatible};
 pub use ini::{IniError, IniFile};
 
-use crate::client::Client;
 use crate::retry::RetryPolicy;
 
 /// Region used when none is configured anywhere: `us-east-1`, the SDKs' fallback for S3 and the
@@ -148,7 +147,7 @@ impl Environment for StaticEnvironment {
     }
 }
 
-/// Everything a [`Client`] needs, resolved.
+/// Everything a `Client` needs, resolved.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// Where requests go.
@@ -172,7 +171,7 @@ pub struct ClientConfig {
     pub read_buffer_size: usize,
     /// What is retried, how often and how long to wait.
     pub retry: RetryPolicy,
-    /// The budget that pays for buffers the client allocates ([`Client::get_bytes`]).
+    /// The budget that pays for buffers the client allocates (`Client::get_bytes`).
     pub memory_budget: MemoryBudget,
     /// Bytes of free blocks the client's pool keeps for reuse; `None`: the pool's default (64 MiB,
     /// shared with the process-wide pool when the budget is the process-wide one).
@@ -182,7 +181,8 @@ pub struct ClientConfig {
     pub ca_bundle: Option<PathBuf>,
 }
 
-/// Builds a [`Client`]: set what you know, the rest comes from the environment and profile.
+/// Builds a `Client` ([`build`](Self::build)): set what you know, the rest comes from the
+/// environment and profile.
 #[derive(Debug, Default)]
 pub struct ClientBuilder {
     credentials: Option<Credentials>,
@@ -374,11 +374,6 @@ impl ClientBuilder {
                 .or_else(|| env.var("AWS_CA_BUNDLE").map(PathBuf::from))
                 .or_else(|| files.config_value("ca_bundle").map(PathBuf::from)),
         })
-    }
-
-    /// Resolves the configuration (as [`resolve`](Self::resolve)) and builds the client.
-    pub fn build(self) -> Result<Client, ConfigError> {
-        Client::new(self.resolve()?)
     }
 }
 
