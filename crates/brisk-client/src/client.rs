@@ -166,7 +166,7 @@ impl Client {
         self.inner.pool.idle_count(&t.host_header)
     }
 
-    /// What the batch read engine ([`crate::scheduler`]) drives requests with: the connection pool,
+    /// What the batch read engine ([`crate::batch`]) drives requests with: the connection pool,
     /// the signer (`None` for an anonymous client) and the counters.
     pub(crate) fn engine_parts(&self) -> (&ConnectionPool, Option<&Signer>, &Counters) {
         (

@@ -13,8 +13,8 @@
 //! - Files move in parts from pooled blocks with a bounded number of parts in flight
 //!   ([`Client::upload`], [`Client::download`], see [`transfer`]).
 //! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
-//!   pipelined keep-alive connections, each straight into its destination ([`batch`],
-//!   [`scheduler`]); [`measure`] runs one point of the random-read benchmark.
+//!   pipelined keep-alive connections, each straight into its destination ([`batch`]);
+//!   [`measure`] runs one point of the random-read benchmark.
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! ```no_run
@@ -41,12 +41,10 @@ pub mod list;
 pub mod measure;
 pub mod metrics;
 pub mod objects;
-mod pipeline;
 pub mod pool;
 mod presign;
 pub mod request;
 pub mod retry;
-pub mod scheduler;
 pub mod stream;
 mod tls;
 pub mod transfer;

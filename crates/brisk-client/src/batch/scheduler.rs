@@ -1,5 +1,7 @@
 //! The client's one request scheduler for ranged GETs: batch reads ([`crate::batch`]) and the
-//! parallel ranged GETs of [`Client::download`](crate::Client::download) both run on it.
+//! parallel ranged GETs of [`Client::download`](crate::Client::download) both run on it. It holds
+//! the queue, the queue depth's slots and the counters; the lanes that drive connections (the
+//! `pipeline` module) run on it, and it knows them only as the task it is given to start.
 //!
 //! # Queue depth over few connections
 //!
@@ -32,113 +34,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::AbortHandle;
 
-use crate::batch::{BatchOptions, Completion, Filled, Pipelining};
+use super::types::{
+    BatchOptions, Completion, MAX_PIPELINE_DEPTH, Pipelining, SchedulerStats, Work,
+};
 use crate::client::Client;
 use crate::error::Error;
-
-/// The most requests pipelined on one connection: 16. Each queued request head is under 1 KiB,
-/// so 16 of them fit in the smallest socket buffers (Linux starts a TCP receive buffer at 128 KiB)
-/// and the server's read buffer: writing them never waits for the server to read, which is what
-/// keeps a lane that writes heads and then reads responses from deadlocking against a server that
-/// writes a response before reading the next request.
-pub const MAX_PIPELINE_DEPTH: usize = 16;
-
-/// One range of a batch, with its destination once it has one.
-#[derive(Debug)]
-pub(crate) struct Member {
-    pub(crate) id: u64,
-    pub(crate) key: Arc<str>,
-    pub(crate) offset: u64,
-    pub(crate) length: usize,
-    /// `None` until a pooled block is taken for it (when the request is sent).
-    pub(crate) buffer: Option<Filled>,
-}
-
-impl Member {
-    pub(crate) fn end(&self) -> u64 {
-        self.offset + self.length as u64
-    }
-}
-
-#[derive(Debug)]
-enum Members {
-    One(Member),
-    Many(Vec<Member>),
-}
-
-/// One GET: a range of a key covering one member, or several coalesced ones (sorted by offset,
-/// each starting at or before the end of those before it).
-#[derive(Debug)]
-pub(crate) struct Work {
-    members: Members,
-    /// Attempts that failed so far.
-    pub(crate) failures: u32,
-}
-
-impl Work {
-    pub(crate) fn single(member: Member) -> Self {
-        Self {
-            members: Members::One(member),
-            failures: 0,
-        }
-    }
-
-    pub(crate) fn group(mut members: Vec<Member>) -> Self {
-        if members.len() == 1 {
-            return Self::single(members.pop().expect("one member"));
-        }
-        Self {
-            members: Members::Many(members),
-            failures: 0,
-        }
-    }
-
-    pub(crate) fn members(&self) -> &[Member] {
-        match &self.members {
-            Members::One(m) => std::slice::from_ref(m),
-            Members::Many(v) => v,
-        }
-    }
-
-    pub(crate) fn members_mut(&mut self) -> &mut [Member] {
-        match &mut self.members {
-            Members::One(m) => std::slice::from_mut(m),
-            Members::Many(v) => v,
-        }
-    }
-
-    pub(crate) fn key(&self) -> &Arc<str> {
-        &self.members()[0].key
-    }
-
-    pub(crate) fn start(&self) -> u64 {
-        self.members()[0].offset
-    }
-
-    pub(crate) fn end(&self) -> u64 {
-        self.members().iter().map(Member::end).max().unwrap_or(0)
-    }
-
-    fn into_members(self) -> Vec<Member> {
-        match self.members {
-            Members::One(m) => vec![m],
-            Members::Many(v) => v,
-        }
-    }
-}
-
-/// Counters of one scheduler (see [`crate::batch::BatchStats`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct SchedulerStats {
-    pub(crate) submitted: u64,
-    pub(crate) completed: u64,
-    pub(crate) gets_sent: u64,
-    pub(crate) pipelined: u64,
-    pub(crate) resent: u64,
-    pub(crate) fell_back: bool,
-    pub(crate) connections_used: u64,
-    pub(crate) max_connections: u64,
-}
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -174,16 +74,20 @@ pub(crate) struct Scheduler {
 }
 
 impl Scheduler {
-    /// Starts the lane tasks on `runtime` (their connections are opened when work comes); every GET
-    /// carries `If-Match: if_match` when it is set.
-    pub(crate) fn start(
+    /// Starts the lane tasks, `lane(scheduler)` each, on `runtime` (their connections are opened
+    /// when work comes); every GET carries `If-Match: if_match` when it is set.
+    pub(crate) fn start<F>(
         client: Client,
         bucket: &str,
         if_match: Option<Arc<str>>,
         options: BatchOptions,
         completions: mpsc::UnboundedSender<Completion>,
         runtime: &tokio::runtime::Handle,
-    ) -> Arc<Self> {
+        lane: impl Fn(Arc<Self>) -> F,
+    ) -> Arc<Self>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let lanes = options
             .connections
             .min(client.config().max_connections_per_host)
@@ -211,11 +115,7 @@ impl Scheduler {
             counters: Counters::default(),
         });
         let handles = (0..lanes)
-            .map(|_| {
-                runtime
-                    .spawn(crate::pipeline::run_lane(Arc::clone(&scheduler)))
-                    .abort_handle()
-            })
+            .map(|_| runtime.spawn(lane(Arc::clone(&scheduler))).abort_handle())
             .collect();
         *scheduler.lanes.lock().expect("scheduler lock poisoned") = handles;
         scheduler

@@ -18,7 +18,7 @@
 //! client's [`RetryPolicy`](crate::RetryPolicy), after its backoff), the ones behind it do not.
 //!
 //! [`HttpConnection`]: brisk_wire::http::HttpConnection
-//! [`MAX_PIPELINE_DEPTH`]: crate::scheduler::MAX_PIPELINE_DEPTH
+//! [`MAX_PIPELINE_DEPTH`]: super::types::MAX_PIPELINE_DEPTH
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -27,13 +27,13 @@ use std::time::SystemTime;
 use brisk_mem::BudgetError;
 use brisk_wire::http::{BodyFraming, HttpError};
 
-use crate::batch::{Filled, Pipelining};
+use super::scheduler::Scheduler;
+use super::types::{Filled, MAX_PIPELINE_DEPTH, Pipelining, Work};
 use crate::client::Response;
 use crate::error::{Error, ServiceError};
 use crate::pool::PooledConnection;
 use crate::request::{RequestSpec, Target, signed_head};
 use crate::retry::{RetryDecision, is_stale_reuse};
-use crate::scheduler::{MAX_PIPELINE_DEPTH, Scheduler, Work};
 
 /// Runs one lane until the batch shuts down.
 pub(crate) async fn run_lane(scheduler: Arc<Scheduler>) {
