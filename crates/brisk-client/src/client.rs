@@ -38,6 +38,9 @@ use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 // Defined with the object operations; still public here, where callers first found it.
 pub use crate::objects::DELETE_BATCH;
+// The size from which a body waits for `100 Continue` (at most CONTINUE_WAIT); the request
+// builder that decides it is private.
+pub use crate::request::EXPECT_CONTINUE_THRESHOLD;
 
 /// How long a request with a large body waits for `100 Continue` before sending the body anyway:
 /// 1 s, as botocore (through urllib3) waits. Servers that ignore `Expect` cost this once per request.

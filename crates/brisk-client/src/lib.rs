@@ -4,8 +4,8 @@
 //!   that is a hard cap, and reads the body from the socket straight into them
 //!   ([`Client::get_bytes`]); [`Client::get_into`] reads into the caller's buffer and allocates nothing
 //!   on the body path.
-//! - Keep-alive connections are pooled with a per-host bound ([`pool`]); reuse is counted
-//!   ([`ClientMetrics`]).
+//! - Keep-alive connections are pooled with a per-host bound
+//!   ([`ClientBuilder::max_connections_per_host`]); reuse is counted ([`ClientMetrics`]).
 //! - Errors are typed by meaning ([`Error::NoSuchKey`], [`Error::PreconditionFailed`], ...) and carry
 //!   the S3 code, message, request id and a hint.
 //! - Retries are bounded, with exponential backoff and full jitter ([`RetryPolicy`]); a GET cut off
@@ -41,9 +41,9 @@ pub mod list;
 pub mod measure;
 pub mod metrics;
 pub mod objects;
-pub mod pool;
+mod pool;
 mod presign;
-pub mod request;
+mod request;
 pub mod retry;
 pub mod stream;
 mod tls;

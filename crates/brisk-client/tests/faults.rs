@@ -546,7 +546,7 @@ async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
         }))
         .await;
         let c = client(&endpoint, RetryPolicy::none(), LIMIT);
-        let body = vec![5u8; brisk_client::request::EXPECT_CONTINUE_THRESHOLD];
+        let body = vec![5u8; brisk_client::client::EXPECT_CONTINUE_THRESHOLD];
         let err = c.put("bucket", "key", &body).await.unwrap_err();
         assert!(matches!(err, Error::AccessDenied(_)), "{err:?}");
         // Refused before the body: the server saw the head and not one byte of the body (asserted
