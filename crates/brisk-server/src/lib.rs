@@ -48,3 +48,11 @@ pub use config::{AccessKey, ServerConfig, ServerLimits};
 pub use error::S3Error;
 pub use server::{RunningServer, Server, ServerError};
 pub use tls::TlsFiles;
+
+/// The request parsers the fuzz targets in `fuzz/` call: the router and the `Range` parser. Not part
+/// of the supported API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::objects::RangeRequest;
+    pub use crate::route::{Operation, Query, Route, route};
+}
