@@ -3,12 +3,20 @@
 //!
 //! `cargo run --release -p brisk-client --example random_read -- --endpoint-url http://127.0.0.1:9000 --bucket b --key k --block-size 256KiB --queue-depth 64 --duration 15s [--connections 8] [--pipelining auto|on|off] [--json]`
 //!
-//! The runtime has one worker thread per core, as a default tokio runtime does.
+//! The runtime has one worker thread per core, as a default tokio runtime does. The measurement is
+//! `brisk bench random`'s own (`random_point`, with its `/proc` reader), included from brisk-cli.
+
+// Only this process's CPU time, threads and sockets are read here.
+#[allow(dead_code)]
+#[path = "../../brisk-cli/src/bench/procfs.rs"]
+mod procfs;
+#[path = "../../brisk-cli/src/bench/random_point.rs"]
+mod random_point;
 
 use std::time::Duration;
 
 use brisk_client::batch::Pipelining;
-use brisk_client::measure::{Figures, MeasureOptions, measure};
+use random_point::{Figures, MeasureOptions, measure};
 
 const USAGE: &str = "random_read --endpoint-url URL --bucket NAME --key KEY [--block-size 256KiB] \
                      [--queue-depth 64] [--duration 15s] [--connections 8] \

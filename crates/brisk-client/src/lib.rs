@@ -13,8 +13,7 @@
 //! - Files move in parts from pooled blocks with a bounded number of parts in flight
 //!   ([`Client::upload`], [`Client::download`], see [`transfer`]).
 //! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
-//!   pipelined keep-alive connections, each straight into its destination ([`batch`]);
-//!   [`measure`] runs one point of the random-read benchmark.
+//!   pipelined keep-alive connections, each straight into its destination ([`batch`]).
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! ```no_run
@@ -38,7 +37,6 @@ pub mod copy;
 pub mod error;
 pub mod integrity;
 pub mod list;
-pub mod measure;
 pub mod metrics;
 pub mod objects;
 mod pool;

@@ -12,14 +12,19 @@ mod support;
 #[path = "support/range_server.rs"]
 mod range_server;
 
+// brisk bench's /proc reader; these tests count only their own threads and sockets.
+#[allow(dead_code)]
+#[path = "../../brisk-cli/src/bench/procfs.rs"]
+mod procfs;
+
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use brisk_client::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
-use brisk_client::measure::{sockets_now, threads_now};
 use brisk_client::{Client, Credentials, Error, RetryPolicy};
+use procfs::{sockets_now, threads_now};
 use support::{ACCESS_KEY, BriskServe, Minio, SECRET_KEY, ServerLauncher, TestServer, pattern};
 
 #[allow(unsafe_code)]

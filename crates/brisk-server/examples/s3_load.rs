@@ -29,6 +29,11 @@
 //! every byte and every listing, then delete what they wrote. It samples the server every second and
 //! reports latency percentiles per operation, errors, and the server's RSS after the warm-up.
 
+// brisk bench's /proc reader (brisk-cli); this example reads another process with it.
+#[allow(dead_code)]
+#[path = "../../brisk-cli/src/bench/procfs.rs"]
+mod procfs;
+
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -41,6 +46,7 @@ use brisk_wire::sigv4::chunked::{CRLF, signed_encoded_length};
 use brisk_wire::sigv4::{
     AmzDate, Credentials, PayloadHash, SignableRequest, SignedRequest, Signer,
 };
+use procfs::Process;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -208,38 +214,21 @@ struct ProcSample {
     hwm_kib: u64,
 }
 
-fn clock_ticks_per_second() -> f64 {
-    // CLK_TCK is 100 on every Linux this runs on (it is fixed by the kernel's ABI for /proc).
-    100.0
-}
-
 fn read_proc(pid: u32) -> std::io::Result<ProcSample> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // Fields after the command name (which is in parentheses and may hold spaces).
-    let rest = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
-    let ticks: u64 =
-        fields[11].parse::<u64>().unwrap_or(0) + fields[12].parse::<u64>().unwrap_or(0);
+    let cpu_seconds = Process::Pid(pid).cpu_seconds()?;
     let (rss_kib, hwm_kib) = read_rss(pid)?;
     Ok(ProcSample {
-        cpu_seconds: ticks as f64 / clock_ticks_per_second(),
+        cpu_seconds,
         rss_kib,
         hwm_kib,
     })
 }
 
+/// `VmRSS` and `VmHWM` in KiB (0 for a field the kernel does not show).
 fn read_rss(pid: u32) -> std::io::Result<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    Ok((field("VmRSS:"), field("VmHWM:")))
+    let status = Process::Pid(pid).status()?;
+    let field = |name: &str| status.value(name).unwrap_or(0);
+    Ok((field("VmRSS"), field("VmHWM")))
 }
 
 /// Samples the server's RSS on its own thread until stopped; returns the largest value seen.
@@ -1305,16 +1294,13 @@ struct SoakSample {
 }
 
 fn read_threads_and_fds(pid: u32) -> (u64, u64) {
-    let threads = std::fs::read_to_string(format!("/proc/{pid}/status"))
+    let process = Process::Pid(pid);
+    let threads = process
+        .status()
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Threads:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
+        .and_then(|s| s.value("Threads"))
         .unwrap_or(0);
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+    let fds = process.fds().map_or(0, |d| d.count() as u64);
     (threads, fds)
 }
 

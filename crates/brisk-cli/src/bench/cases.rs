@@ -11,13 +11,14 @@
 
 use std::path::Path;
 
-use brisk_client::measure::{Figures, MeasureOptions};
 use brisk_client::{Client, TransferOptions};
 
 use super::BenchError;
 use super::loopback;
-use super::measure::{GIB, Probe, Process, Sample, Stats};
+use super::measure::{GIB, Probe, Sample, Stats};
 use super::payload::PatternReader;
+use super::procfs::Process;
+use super::random_point::{Figures, MeasureOptions};
 
 /// The prefix of every key the benchmark writes, so that it never touches other objects of a
 /// bucket it is given.
@@ -326,7 +327,7 @@ impl Target<'_> {
         for run in 0..self.repeat {
             progress(run);
             let probe = Probe::start(Process::Current).map_err(measurement_error)?;
-            let figures = brisk_client::measure::measure(self.client, self.bucket, options)
+            let figures = super::random_point::measure(self.client, self.bucket, options)
                 .await
                 .map_err(s3_error(format!(
                     "random reads of s3://{}/{}",

@@ -1,5 +1,5 @@
-//! What the kernel says a process used: resident memory from `/proc/<pid>/status`, CPU time from
-//! `/proc/<pid>/stat`, and medians over repeats.
+//! Measured regions of code: wall time, CPU time and peak resident memory of one process over a
+//! region ([`Probe`], read through [`procfs`](super::procfs)), and medians over repeats.
 //!
 //! Peak memory is the kernel's own high-water mark (`VmHWM`), not a sample: writing `5` to
 //! `/proc/<pid>/clear_refs` resets it to the current resident set (Linux ≥ 4.0), so the peak of one
@@ -8,65 +8,7 @@
 use std::io;
 use std::time::Instant;
 
-/// Clock ticks per second of `/proc/<pid>/stat`'s `utime` and `stime` (`USER_HZ`): fixed at 100 by
-/// the kernel's ABI on every architecture Linux exposes to user space, whatever `CONFIG_HZ` is.
-pub const USER_HZ: f64 = 100.0;
-
-/// Which process to read: this one or a child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Process {
-    Current,
-    Pid(u32),
-}
-
-impl Process {
-    fn proc_path(self, file: &str) -> String {
-        match self {
-            Self::Current => format!("/proc/self/{file}"),
-            Self::Pid(pid) => format!("/proc/{pid}/{file}"),
-        }
-    }
-
-    /// Resets the peak resident set (`VmHWM`) to the current one.
-    pub fn reset_peak(self) -> io::Result<()> {
-        std::fs::write(self.proc_path("clear_refs"), "5")
-    }
-
-    /// `VmRSS` (`field = "VmRSS"`) or `VmHWM` (`"VmHWM"`) in bytes.
-    pub fn status_bytes(self, field: &str) -> io::Result<u64> {
-        let status = std::fs::read_to_string(self.proc_path("status"))?;
-        parse_status_kib(&status, field)
-            .map(|kib| kib * 1024)
-            .ok_or_else(|| io::Error::other(format!("no {field} in {}", self.proc_path("status"))))
-    }
-
-    /// User + system CPU seconds of every thread of the process so far.
-    pub fn cpu_seconds(self) -> io::Result<f64> {
-        let stat = std::fs::read_to_string(self.proc_path("stat"))?;
-        parse_stat_ticks(&stat)
-            .map(|ticks| ticks as f64 / USER_HZ)
-            .ok_or_else(|| io::Error::other(format!("{} is not readable", self.proc_path("stat"))))
-    }
-}
-
-/// The value in KiB of `field` in a `/proc/<pid>/status` text (`VmHWM:    1234 kB`).
-fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
-    status.lines().find_map(|line| {
-        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
-}
-
-/// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line. The command name (field 2) may
-/// hold spaces and parentheses, so the fields are counted from the last `)`.
-fn parse_stat_ticks(stat: &str) -> Option<u64> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace();
-    // after_name starts at field 3 (state); utime is field 14, stime field 15.
-    let utime: u64 = fields.nth(11)?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
-}
+use super::procfs::Process;
 
 /// One measured run of a region of code in one process.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -155,16 +97,24 @@ impl Stats {
 /// Bytes per GiB, for rates and CPU per GiB.
 pub const GIB: f64 = (1u64 << 30) as f64;
 
+// The tests of `procfs` are here: other crates include that file with `#[path]`, and tests in it
+// would run in their test binaries too (brisk-client's batch tests count their own sockets).
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::procfs::{
+        Status, parse_stat_ticks, process_cpu_seconds, sockets_now, threads_now,
+    };
 
     #[test]
     fn status_fields_are_read_in_kib() {
-        let status = "Name:\tbrisk\nVmHWM:\t  20480 kB\nVmRSS:\t   10240 kB\n";
-        assert_eq!(parse_status_kib(status, "VmHWM"), Some(20480));
-        assert_eq!(parse_status_kib(status, "VmRSS"), Some(10240));
-        assert_eq!(parse_status_kib(status, "VmSwap"), None);
+        let status = Status::from(
+            "Name:\tbrisk\nVmHWM:\t  20480 kB\nVmRSS:\t   10240 kB\nThreads:\t5\n".to_owned(),
+        );
+        assert_eq!(status.value("VmHWM"), Some(20480));
+        assert_eq!(status.value("VmRSS"), Some(10240));
+        assert_eq!(status.value("Threads"), Some(5));
+        assert_eq!(status.value("VmSwap"), None);
     }
 
     #[test]
@@ -197,5 +147,27 @@ mod tests {
         assert_eq!(Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
         assert_eq!(Stats::of(&[]), None);
         assert_eq!(Stats::of(&[f64::NAN]), None);
+    }
+
+    #[test]
+    fn process_figures_are_read() {
+        assert!(threads_now() >= 1);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let before = sockets_now();
+        let second = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(sockets_now() > before);
+        drop((listener, second));
+        // Spin until the process's CPU time moves (one 10 ms tick), within 10 s of wall time.
+        let start = process_cpu_seconds();
+        let begin = Instant::now();
+        let mut x = 0u64;
+        while process_cpu_seconds() == start && begin.elapsed() < std::time::Duration::from_secs(10)
+        {
+            for _ in 0..100_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
+        }
+        assert!(x > 0);
+        assert!(process_cpu_seconds() > start);
     }
 }

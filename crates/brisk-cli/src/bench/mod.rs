@@ -15,7 +15,9 @@ mod chart;
 mod loopback;
 mod measure;
 mod payload;
+mod procfs;
 mod random;
+mod random_point;
 mod report;
 mod server;
 
@@ -511,7 +513,7 @@ async fn run_cases(
         if wants_random {
             let (block, depth) = (random::SUITE_BLOCK_SIZE, random::SUITE_QUEUE_DEPTH);
             let label = format!("random {} QD {depth}", crate::size::human(block as u64));
-            let options = brisk_client::measure::MeasureOptions {
+            let options = random_point::MeasureOptions {
                 key: key.clone(),
                 block_size: block.min(transfer as usize),
                 queue_depth: depth,

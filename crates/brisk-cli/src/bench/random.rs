@@ -1,7 +1,7 @@
 //! `brisk bench random`: random reads of one object, swept over block size × queue depth. Each point
-//! is one closed-loop run of [`brisk_client::measure::measure`]: `queue_depth` reads of
-//! `block_size` bytes at random aligned offsets always in flight for the point's duration, through
-//! one [`BatchReader`](brisk_client::batch::BatchReader) (few connections, requests pipelined).
+//! is one closed-loop run of [`measure`]: `queue_depth` reads of `block_size` bytes at random
+//! aligned offsets always in flight for the point's duration, through one
+//! [`BatchReader`](brisk_client::batch::BatchReader) (few connections, requests pipelined).
 //! Figures per point: IOPS, MiB/s, client CPU seconds per GiB, p50/p99 latency, the process's
 //! threads and sockets, and, with the embedded server, the server's CPU seconds per GiB.
 //!
@@ -25,12 +25,13 @@
 
 use std::time::Duration;
 
-use brisk_client::measure::{Figures, MeasureOptions, measure};
 use serde_json::{Value, json};
 
 use super::cases::{KEY_PREFIX, Target, Written, check_random};
 use super::chart::{COLORS, Series, YScale, line_chart};
-use super::measure::{GIB, Process};
+use super::measure::GIB;
+use super::procfs::Process;
+use super::random_point::{Figures, MeasureOptions, measure};
 use super::report::{Machine, STYLE, escape};
 use super::server::ServerSettings;
 use super::{BenchError, ClientSizing, Status, command_line, in_session};

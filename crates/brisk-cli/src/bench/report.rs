@@ -319,7 +319,7 @@ impl Report {
 
 /// The `random` case's own figures in one line: IOPS, MiB/s, CPU, latency, threads, sockets.
 fn random_line(case: &CaseResult) -> String {
-    let median = |f: fn(&brisk_client::measure::Figures) -> f64| {
+    let median = |f: fn(&super::random_point::Figures) -> f64| {
         case.random_stats(f).map_or(0.0, |s| s.median)
     };
     format!(
@@ -338,7 +338,7 @@ fn random_line(case: &CaseResult) -> String {
 
 /// The `random` case's figures for the JSON document (null for other cases).
 fn random_json(case: &CaseResult) -> Value {
-    use brisk_client::measure::Figures;
+    use super::random_point::Figures;
     if case.random.is_empty() {
         return Value::Null;
     }

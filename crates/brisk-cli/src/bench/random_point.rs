@@ -1,6 +1,7 @@
 //! One point of the random-read benchmark: aligned blocks at random offsets of one object, read
-//! for a fixed time at a fixed queue depth through [`BatchReader`](crate::BatchReader), with the figures a sweep
-//! compares (IOPS, MiB/s, client CPU per GiB, latency percentiles, threads, sockets).
+//! for a fixed time at a fixed queue depth through [`BatchReader`](brisk_client::BatchReader), with
+//! the figures a sweep compares (IOPS, MiB/s, client CPU per GiB, latency percentiles, threads,
+//! sockets).
 //!
 //! The loop is closed: `queue_depth` caller buffers of `block_size` bytes are allocated once, and
 //! each completion's buffer is submitted again at once for the next random block, so the batch
@@ -8,12 +9,18 @@
 //!
 //! Client CPU is the process's user + system time from `/proc/self/stat` (the counters `getrusage`
 //! reads, in clock ticks of 10 ms): run the server in another process, or its CPU is counted too.
+//!
+//! `brisk bench random` and the suite's `random` case run it; brisk-client's `random_read` example
+//! includes this file (and [`procfs`](super::procfs)) with `#[path]`, so it uses only brisk-client's
+//! public API.
 
 use std::time::{Duration, Instant};
 
-use crate::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
-use crate::client::Client;
-use crate::error::{Error, Result};
+use brisk_client::{
+    BatchOptions, Client, Destination, Error, Filled, Pipelining, ReadRequest, Result,
+};
+
+use super::procfs::{process_cpu_seconds, sockets_now, threads_now};
 
 /// What one sweep point reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,8 +46,8 @@ impl Default for MeasureOptions {
         Self {
             key: String::new(),
             block_size: 256 * 1024,
-            queue_depth: crate::batch::DEFAULT_QUEUE_DEPTH,
-            connections: crate::batch::DEFAULT_BATCH_CONNECTIONS,
+            queue_depth: brisk_client::batch::DEFAULT_QUEUE_DEPTH,
+            connections: brisk_client::batch::DEFAULT_BATCH_CONNECTIONS,
             pipelining: Pipelining::Auto,
             duration: Duration::from_secs(15),
             seed: 0x5eed,
@@ -237,55 +244,6 @@ impl XorShift {
     }
 }
 
-/// Clock ticks per second of `/proc/self/stat`'s times (`USER_HZ`, 100 on Linux).
-const USER_HZ: f64 = 100.0;
-
-/// User + system CPU of the process so far, in seconds (0 where `/proc` is missing).
-pub fn process_cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // The command name (field 2) may hold spaces; fields are counted after its closing ')'.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / USER_HZ
-}
-
-/// Threads of the process now (`Threads:` in `/proc/self/status`; 0 where it is missing).
-pub fn threads_now() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Threads:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// Sockets the process holds now (entries of `/proc/self/fd` that link to `socket:[…]`).
-pub fn sockets_now() -> u64 {
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            std::fs::read_link(e.path())
-                .is_ok_and(|target| target.to_string_lossy().starts_with("socket:"))
-        })
-        .count() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,26 +256,5 @@ mod tests {
             seen[random.below(64) as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
-    }
-
-    #[test]
-    fn process_figures_are_read() {
-        assert!(threads_now() >= 1);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let before = sockets_now();
-        let second = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        assert!(sockets_now() > before);
-        drop((listener, second));
-        // Spin until the process's CPU time moves (one 10 ms tick), within 10 s of wall time.
-        let start = process_cpu_seconds();
-        let begin = Instant::now();
-        let mut x = 0u64;
-        while process_cpu_seconds() == start && begin.elapsed() < Duration::from_secs(10) {
-            for _ in 0..100_000 {
-                x = x.wrapping_add(std::hint::black_box(1));
-            }
-        }
-        assert!(x > 0);
-        assert!(process_cpu_seconds() > start);
     }
 }
