@@ -18,8 +18,9 @@ Default points: 256 KiB at queue depth 1, 16 and 64, and 4 KiB and 1 MiB at queu
 
 Each client is used the way its documentation shows for concurrent ranged reads:
 
-  brisk    the release example `random_read` (`brisk_client::measure`: one BatchReader, 8 connections,
-           pipelining auto, caller buffers reused): QUEUE DEPTH / 8 requests pipelined per connection
+  brisk    the release example `random_read` (brisk bench's `random_point`: one BatchReader, 8
+           connections, pipelining auto, caller buffers reused): QUEUE DEPTH / 8 requests
+           pipelined per connection
   brisk-wide
            the same with `--connections QUEUE DEPTH`: one request per connection, none pipelined. On
            this 2-core VM's loopback a second response queued on a connection about doubles the

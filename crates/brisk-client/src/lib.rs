@@ -16,6 +16,10 @@
 //!   pipelined keep-alive connections, each straight into its destination ([`batch`]).
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
+//! The request engine ([`client`]: signing, pooled connections, retries, error mapping) sits under
+//! one module per kind of operation: [`objects`], [`buckets`], [`list`], [`copy`], [`transfer`],
+//! [`upload_stream`], [`stream`], [`batch`], and presigned URLs ([`Client::presign`]).
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), brisk_client::Error> {
 //! let client = brisk_client::Client::builder()
