@@ -8,6 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use brisk_wire::S3ErrorCode;
 use brisk_wire::http::HttpError;
 use brisk_wire::xml::ErrorDocument;
 
@@ -62,7 +63,9 @@ impl ServiceError {
         let (code, message, resource, doc_request_id, extra) = match document {
             Some(d) => (d.code, d.message, d.resource, d.request_id, d.extra),
             None => (
-                code_for_status(status).to_owned(),
+                code_for_status(status)
+                    .map_or("UnknownError", S3ErrorCode::as_str)
+                    .to_owned(),
                 String::new(),
                 None,
                 None,
@@ -75,24 +78,28 @@ impl ServiceError {
                 .find(|(k, _)| k == name)
                 .map(|(_, v)| v.as_str())
         };
-        let hint = match code.as_str() {
-            "AuthorizationHeaderMalformed" | "PermanentRedirect" | "IllegalLocationConstraintException" => {
-                Some(match field("Region").or(field("Endpoint")) {
-                    Some(expected) => format!(
-                        "the bucket is not in {region:?} (the server names {expected:?}); set the region to match"
-                    ),
-                    None => format!("the bucket is probably not in {region:?}; set the region it lives in"),
-                })
-            }
-            "RequestTimeTooSkewed" => Some(
+        let hint = match S3ErrorCode::parse(&code) {
+            Some(
+                S3ErrorCode::AuthorizationHeaderMalformed
+                | S3ErrorCode::PermanentRedirect
+                | S3ErrorCode::IllegalLocationConstraintException,
+            ) => Some(match field("Region").or(field("Endpoint")) {
+                Some(expected) => format!(
+                    "the bucket is not in {region:?} (the server names {expected:?}); set the region to match"
+                ),
+                None => format!("the bucket is probably not in {region:?}; set the region it lives in"),
+            }),
+            Some(S3ErrorCode::RequestTimeTooSkewed) => Some(
                 "this machine's clock differs from the server's by more than 15 minutes; fix the clock (NTP)"
                     .to_owned(),
             ),
-            "SignatureDoesNotMatch" => Some(
+            Some(S3ErrorCode::SignatureDoesNotMatch) => Some(
                 "the secret access key does not match the access key id, or a proxy altered the request"
                     .to_owned(),
             ),
-            "InvalidAccessKeyId" => Some("the server does not know this access key id".to_owned()),
+            Some(S3ErrorCode::InvalidAccessKeyId) => {
+                Some("the server does not know this access key id".to_owned())
+            }
             _ => None,
         };
         Self {
@@ -107,24 +114,25 @@ impl ServiceError {
 }
 
 /// The code S3 uses for an error response without a body (a HEAD request).
-fn code_for_status(status: u16) -> &'static str {
-    match status {
-        301 => "PermanentRedirect",
-        304 => "NotModified",
-        400 => "BadRequest",
-        403 => "Forbidden",
-        404 => "NotFound",
-        409 => "Conflict",
-        412 => "PreconditionFailed",
-        416 => "InvalidRange",
-        500 => "InternalError",
-        503 => "ServiceUnavailable",
-        _ => "UnknownError",
-    }
+fn code_for_status(status: u16) -> Option<S3ErrorCode> {
+    Some(match status {
+        301 => S3ErrorCode::PermanentRedirect,
+        304 => S3ErrorCode::NotModified,
+        400 => S3ErrorCode::BadRequest,
+        403 => S3ErrorCode::Forbidden,
+        404 => S3ErrorCode::NotFound,
+        409 => S3ErrorCode::Conflict,
+        412 => S3ErrorCode::PreconditionFailed,
+        416 => S3ErrorCode::InvalidRange,
+        500 => S3ErrorCode::InternalError,
+        503 => S3ErrorCode::ServiceUnavailable,
+        _ => return None,
+    })
 }
 
 /// Why an operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The key does not exist in the bucket (`NoSuchKey`; `NotFound` on HEAD).
     #[error("no such key: {0}")]
@@ -245,29 +253,35 @@ pub enum Error {
 impl Error {
     /// Classifies a service error by its code (and status, for bodiless responses).
     pub fn from_service(error: ServiceError) -> Self {
+        use S3ErrorCode as C;
         let boxed = Box::new(error);
-        match (boxed.code.as_str(), boxed.status) {
-            ("NoSuchKey", _) | ("NotFound", 404) => Self::NoSuchKey(boxed),
-            ("NoSuchBucket", _) => Self::NoSuchBucket(boxed),
-            ("SignatureDoesNotMatch", _) => Self::SignatureDoesNotMatch(boxed),
-            ("RequestTimeTooSkewed", _) => Self::ClockSkew(boxed),
-            ("AuthorizationHeaderMalformed", _) if boxed.message.contains("region") => {
+        // Codes outside the table (another service's own) are classified by status alone.
+        match (S3ErrorCode::parse(&boxed.code), boxed.status) {
+            (Some(C::NoSuchKey), _) | (Some(C::NotFound), 404) => Self::NoSuchKey(boxed),
+            (Some(C::NoSuchBucket), _) => Self::NoSuchBucket(boxed),
+            (Some(C::SignatureDoesNotMatch), _) => Self::SignatureDoesNotMatch(boxed),
+            (Some(C::RequestTimeTooSkewed), _) => Self::ClockSkew(boxed),
+            (Some(C::AuthorizationHeaderMalformed), _) if boxed.message.contains("region") => {
                 Self::WrongRegion(boxed)
             }
-            ("PermanentRedirect" | "IllegalLocationConstraintException", _) => {
+            (Some(C::PermanentRedirect | C::IllegalLocationConstraintException), _) => {
                 Self::WrongRegion(boxed)
             }
-            ("AccessDenied" | "Forbidden" | "InvalidAccessKeyId" | "AllAccessDisabled", _) => {
-                Self::AccessDenied(boxed)
-            }
-            ("PreconditionFailed", _) => Self::PreconditionFailed(boxed),
-            ("NotModified", _) => Self::NotModified(boxed),
-            ("InvalidRange", _) => Self::InvalidRange(boxed),
-            ("BucketAlreadyExists" | "BucketAlreadyOwnedByYou", _) => {
+            (
+                Some(C::AccessDenied | C::Forbidden | C::InvalidAccessKeyId | C::AllAccessDisabled),
+                _,
+            ) => Self::AccessDenied(boxed),
+            (Some(C::PreconditionFailed), _) => Self::PreconditionFailed(boxed),
+            (Some(C::NotModified), _) => Self::NotModified(boxed),
+            (Some(C::InvalidRange), _) => Self::InvalidRange(boxed),
+            (Some(C::BucketAlreadyExists | C::BucketAlreadyOwnedByYou), _) => {
                 Self::BucketAlreadyExists(boxed)
             }
-            ("BucketNotEmpty", _) => Self::BucketNotEmpty(boxed),
-            ("SlowDown" | "ServiceUnavailable" | "Throttling" | "RequestLimitExceeded", _)
+            (Some(C::BucketNotEmpty), _) => Self::BucketNotEmpty(boxed),
+            (
+                Some(C::SlowDown | C::ServiceUnavailable | C::Throttling | C::RequestLimitExceeded),
+                _,
+            )
             | (_, 503) => Self::Throttled(boxed),
             (_, 500..=599) => Self::ServerError(boxed),
             _ => Self::Service(boxed),
@@ -300,7 +314,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Throttled(_) | Self::ServerError(_) => true,
-            Self::Service(e) => matches!(e.code.as_str(), "RequestTimeout" | "InternalError"),
+            Self::Service(e) => matches!(
+                S3ErrorCode::parse(&e.code),
+                Some(S3ErrorCode::RequestTimeout | S3ErrorCode::InternalError)
+            ),
             Self::Connect { .. } | Self::ConnectTimeout { .. } => true,
             Self::Http(e) => is_transient_http(e),
             _ => false,

@@ -31,6 +31,7 @@ const WAKE_BATCH: usize = 16;
 
 /// Why a reservation could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BudgetError {
     /// The request is larger than the whole budget: waiting would never end.
     #[error(

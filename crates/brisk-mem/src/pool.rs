@@ -61,6 +61,7 @@ static GLOBAL_POOL: OnceLock<BufferPool> = OnceLock::new();
 
 /// Why the process-wide pool could not be configured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum GlobalPoolError {
     /// [`BufferPool::init_global`] ran after the global pool had been configured or first used.
     #[error(

@@ -13,6 +13,7 @@
 //! `block_in_place`) would add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
 //! of the commit, metadata transactions — runs under `block_in_place` instead (see `handler.rs`).
 
+use brisk_wire::S3ErrorCode;
 use std::io::Write;
 
 use crate::tls::ServerStream;
@@ -127,8 +128,7 @@ impl BodyDigests {
         let content_md5 = match head.headers().get_str("content-md5") {
             Some(v) => Some(Md5Digest::from_base64(v.trim()).map_err(|_| {
                 S3Error::new(
-                    "InvalidDigest",
-                    400,
+                    S3ErrorCode::InvalidDigest,
                     "The Content-MD5 you specified is not valid base64 of 16 bytes",
                 )
             })?),
@@ -235,8 +235,7 @@ pub fn payload_length(
             .get_str("x-amz-decoded-content-length")
             .ok_or_else(|| {
                 S3Error::new(
-                    "MissingContentLength",
-                    411,
+                    S3ErrorCode::MissingContentLength,
                     "aws-chunked bodies need x-amz-decoded-content-length",
                 )
             })?;
@@ -252,8 +251,7 @@ pub fn payload_length(
         && n > max
     {
         return Err(S3Error::new(
-            "EntityTooLarge",
-            400,
+            S3ErrorCode::EntityTooLarge,
             format!("Your proposed upload of {n} bytes exceeds the maximum allowed size of {max}"),
         ));
     }
@@ -278,8 +276,7 @@ where
         total += data.len() as u64;
         if total > max {
             return Err(S3Error::new(
-                "EntityTooLarge",
-                400,
+                S3ErrorCode::EntityTooLarge,
                 format!("the body is larger than the maximum allowed size of {max} bytes"),
             ));
         }
@@ -298,8 +295,7 @@ where
         && (!d.is_done() || !carry.is_empty())
     {
         return Err(S3Error::new(
-            "IncompleteBody",
-            400,
+            S3ErrorCode::IncompleteBody,
             "the aws-chunked body ended before its final chunk",
         ));
     }
@@ -310,11 +306,12 @@ fn framing_error(e: brisk_wire::framing::FramingError) -> S3Error {
     use brisk_wire::framing::FramingError;
     match e {
         FramingError::SignatureMismatch => S3Error::new(
-            "SignatureDoesNotMatch",
-            403,
+            S3ErrorCode::SignatureDoesNotMatch,
             "The chunk signature we calculated does not match the signature you provided",
         ),
-        FramingError::LengthMismatch { .. } => S3Error::new("IncompleteBody", 400, e.to_string()),
+        FramingError::LengthMismatch { .. } => {
+            S3Error::new(S3ErrorCode::IncompleteBody, e.to_string())
+        }
         other => S3Error::invalid_request(format!("malformed aws-chunked body: {other}")),
     }
 }

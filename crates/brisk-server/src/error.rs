@@ -2,6 +2,7 @@
 //! a message that says what was wrong. Each lower layer's error maps to it by meaning (store, HTTP
 //! codec, SigV4, XML), never by matching strings.
 
+use brisk_wire::S3ErrorCode;
 use brisk_wire::http::HttpError;
 use brisk_wire::sigv4::{AccessDeniedReason, AuthError};
 use brisk_wire::xml::XmlParseError;
@@ -13,8 +14,8 @@ use crate::store::StoreError;
 #[error("{code} ({status}): {message}")]
 pub struct S3Error {
     /// The S3 error code (`NoSuchKey`, `SignatureDoesNotMatch`, ...).
-    pub code: &'static str,
-    /// The HTTP status.
+    pub code: S3ErrorCode,
+    /// The HTTP status: the code's, except where the HTTP layer decides it (see [`Self::at_status`]).
     pub status: u16,
     /// What was wrong, for a human.
     pub message: String,
@@ -23,8 +24,15 @@ pub struct S3Error {
 }
 
 impl S3Error {
-    /// An error with no extra elements.
-    pub fn new(code: &'static str, status: u16, message: impl Into<String>) -> Self {
+    /// An error with no extra elements, answered with its code's status.
+    pub fn new(code: S3ErrorCode, message: impl Into<String>) -> Self {
+        Self::at_status(code, code.http_status(), message)
+    }
+
+    /// An error answered with a status other than its code's. Only the HTTP layer's limits use it:
+    /// a request that timed out, or whose head or body is over a limit, gets the status the HTTP
+    /// codec chose (408, 413, 414, 431), which tells a client more than S3's generic 400 does.
+    pub fn at_status(code: S3ErrorCode, status: u16, message: impl Into<String>) -> Self {
         Self {
             code,
             status,
@@ -41,34 +49,33 @@ impl S3Error {
 
     /// `400 InvalidArgument`.
     pub fn invalid_argument(message: impl Into<String>) -> Self {
-        Self::new("InvalidArgument", 400, message)
+        Self::new(S3ErrorCode::InvalidArgument, message)
     }
 
     /// `400 InvalidRequest`.
     pub fn invalid_request(message: impl Into<String>) -> Self {
-        Self::new("InvalidRequest", 400, message)
+        Self::new(S3ErrorCode::InvalidRequest, message)
     }
 
     /// `501 NotImplemented`.
     pub fn not_implemented(what: impl Into<String>) -> Self {
-        Self::new("NotImplemented", 501, what)
+        Self::new(S3ErrorCode::NotImplemented, what)
     }
 
     /// `500 InternalError`.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new("InternalError", 500, message)
+        Self::new(S3ErrorCode::InternalError, message)
     }
 
     /// `400 BadDigest`: a declared digest (Content-MD5, `x-amz-checksum-*`) does not match the body.
     pub fn bad_digest(message: impl Into<String>) -> Self {
-        Self::new("BadDigest", 400, message)
+        Self::new(S3ErrorCode::BadDigest, message)
     }
 
     /// `416 InvalidRange`.
     pub fn invalid_range(size: u64) -> Self {
         Self::new(
-            "InvalidRange",
-            416,
+            S3ErrorCode::InvalidRange,
             "The requested range is not satisfiable",
         )
         .with("ActualObjectSize", size.to_string())
@@ -90,8 +97,7 @@ impl S3Error {
     /// the AWS SDKs do not retry in a tight loop.
     pub fn insufficient_storage(e: &std::io::Error) -> Self {
         Self::new(
-            "InsufficientStorage",
-            507,
+            S3ErrorCode::InsufficientStorage,
             format!(
                 "The server has no space left to store this request's data ({e}); free space and retry"
             ),
@@ -104,11 +110,13 @@ impl S3Error {
     /// `400 BadRequest` when the `Origin` header is missing, else `403 CORSResponse`.
     pub fn cors_preflight(has_origin: bool) -> Self {
         if has_origin {
-            Self::new("CORSResponse", 403, "CORS is not enabled for this bucket.")
+            Self::new(
+                S3ErrorCode::CORSResponse,
+                "CORS is not enabled for this bucket.",
+            )
         } else {
             Self::new(
-                "BadRequest",
-                400,
+                S3ErrorCode::BadRequest,
                 "Insufficient information. Origin request header needed.",
             )
         }
@@ -125,27 +133,27 @@ impl From<StoreError> for S3Error {
             _ => {}
         }
         let message = e.to_string();
-        let (code, status) = match &e {
-            StoreError::NoSuchBucket(_) => ("NoSuchBucket", 404),
-            StoreError::NoSuchKey { .. } => ("NoSuchKey", 404),
-            StoreError::NoSuchUpload(_) => ("NoSuchUpload", 404),
-            StoreError::BucketAlreadyOwnedByYou(_) => ("BucketAlreadyOwnedByYou", 409),
-            StoreError::BucketNotEmpty(_) => ("BucketNotEmpty", 409),
-            StoreError::InvalidBucketName { .. } => ("InvalidBucketName", 400),
-            StoreError::KeyTooLong { .. } => ("KeyTooLongError", 400),
-            StoreError::PreconditionFailed { .. } => ("PreconditionFailed", 412),
-            StoreError::EmptyKey => ("InvalidArgument", 400),
-            StoreError::InvalidPartNumber(_) => ("InvalidArgument", 400),
-            StoreError::InvalidPart { .. } => ("InvalidPart", 400),
-            StoreError::InvalidPartOrder { .. } => ("InvalidPartOrder", 400),
-            StoreError::EntityTooSmall { .. } => ("EntityTooSmall", 400),
-            StoreError::NoParts => ("MalformedXML", 400),
-            StoreError::InvalidContinuationToken(_) => ("InvalidArgument", 400),
+        let code = match &e {
+            StoreError::NoSuchBucket(_) => S3ErrorCode::NoSuchBucket,
+            StoreError::NoSuchKey { .. } => S3ErrorCode::NoSuchKey,
+            StoreError::NoSuchUpload(_) => S3ErrorCode::NoSuchUpload,
+            StoreError::BucketAlreadyOwnedByYou(_) => S3ErrorCode::BucketAlreadyOwnedByYou,
+            StoreError::BucketNotEmpty(_) => S3ErrorCode::BucketNotEmpty,
+            StoreError::InvalidBucketName { .. } => S3ErrorCode::InvalidBucketName,
+            StoreError::KeyTooLong { .. } => S3ErrorCode::KeyTooLongError,
+            StoreError::PreconditionFailed { .. } => S3ErrorCode::PreconditionFailed,
+            StoreError::EmptyKey => S3ErrorCode::InvalidArgument,
+            StoreError::InvalidPartNumber(_) => S3ErrorCode::InvalidArgument,
+            StoreError::InvalidPart { .. } => S3ErrorCode::InvalidPart,
+            StoreError::InvalidPartOrder { .. } => S3ErrorCode::InvalidPartOrder,
+            StoreError::EntityTooSmall { .. } => S3ErrorCode::EntityTooSmall,
+            StoreError::NoParts => S3ErrorCode::MalformedXML,
+            StoreError::InvalidContinuationToken(_) => S3ErrorCode::InvalidArgument,
             StoreError::Metadata(_) | StoreError::CorruptMetadata(_) | StoreError::Io(_) => {
-                ("InternalError", 500)
+                S3ErrorCode::InternalError
             }
         };
-        let mut error = Self::new(code, status, message);
+        let mut error = Self::new(code, message);
         match e {
             StoreError::NoSuchBucket(bucket) | StoreError::BucketNotEmpty(bucket) => {
                 error = error.with("BucketName", bucket);
@@ -165,13 +173,13 @@ impl From<HttpError> for S3Error {
     fn from(e: HttpError) -> Self {
         let status = e.status_hint().unwrap_or(400);
         let code = match status {
-            408 => "RequestTimeout",
-            413 => "EntityTooLarge",
-            414 | 431 => "RequestHeaderSectionTooLarge",
-            501 => "NotImplemented",
-            _ => "BadRequest",
+            408 => S3ErrorCode::RequestTimeout,
+            413 => S3ErrorCode::EntityTooLarge,
+            414 | 431 => S3ErrorCode::RequestHeaderSectionTooLarge,
+            501 => S3ErrorCode::NotImplemented,
+            _ => S3ErrorCode::BadRequest,
         };
-        Self::new(code, status, e.to_string())
+        Self::at_status(code, status, e.to_string())
     }
 }
 
@@ -191,7 +199,7 @@ fn iso8601(date: &brisk_wire::sigv4::AmzDate) -> String {
 
 impl From<AuthError> for S3Error {
     fn from(e: AuthError) -> Self {
-        let mut error = Self::new(e.s3_code(), e.http_status(), e.to_string());
+        let mut error = Self::new(e.s3_code(), e.to_string());
         if let AuthError::AccessDenied(AccessDeniedReason::Expired {
             expires,
             expired_at,
@@ -224,7 +232,7 @@ impl From<AuthError> for S3Error {
 
 impl From<XmlParseError> for S3Error {
     fn from(e: XmlParseError) -> Self {
-        Self::new(e.s3_code(), 400, e.to_string())
+        Self::new(e.s3_code(), e.to_string())
     }
 }
 
@@ -242,8 +250,7 @@ impl From<std::io::Error> for S3Error {
                 | std::io::ErrorKind::ConnectionAborted
         ) {
             return Self::new(
-                "ClientDisconnected",
-                499,
+                S3ErrorCode::ClientDisconnected,
                 format!("the client closed the connection ({e})"),
             );
         }
@@ -261,19 +268,22 @@ mod tests {
             bucket: "b".into(),
             key: "k".into(),
         });
-        assert_eq!((e.code, e.status), ("NoSuchKey", 404));
+        assert_eq!((e.code, e.status), (S3ErrorCode::NoSuchKey, 404));
         assert_eq!(e.extra, vec![("Key".to_owned(), "k".to_owned())]);
         let e = S3Error::from(StoreError::BucketNotEmpty("b".into()));
-        assert_eq!((e.code, e.status), ("BucketNotEmpty", 409));
+        assert_eq!((e.code, e.status), (S3ErrorCode::BucketNotEmpty, 409));
         let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
         let e = S3Error::from(StoreError::Io(full));
-        assert_eq!((e.code, e.status), ("InsufficientStorage", 507));
+        assert_eq!((e.code, e.status), (S3ErrorCode::InsufficientStorage, 507));
         let quota = std::io::Error::from_raw_os_error(122); // EDQUOT
         assert_eq!(S3Error::from(quota).status, 507);
         let gone = S3Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
-        assert_eq!((gone.code, gone.status), ("ClientDisconnected", 499));
+        assert_eq!(
+            (gone.code, gone.status),
+            (S3ErrorCode::ClientDisconnected, 499)
+        );
         let e = S3Error::from(StoreError::Io(std::io::Error::other("disk")));
-        assert_eq!((e.code, e.status), ("InternalError", 500));
+        assert_eq!((e.code, e.status), (S3ErrorCode::InternalError, 500));
     }
 
     #[test]
@@ -281,6 +291,6 @@ mod tests {
         let e = S3Error::from(HttpError::HeadTimeout {
             timeout: std::time::Duration::from_secs(1),
         });
-        assert_eq!((e.code, e.status), ("RequestTimeout", 408));
+        assert_eq!((e.code, e.status), (S3ErrorCode::RequestTimeout, 408));
     }
 }

@@ -2,6 +2,7 @@
 //! body buffer, the aws-chunked carry, and the writes (in-memory bodies, and files with `sendfile`).
 //! Everything here is allocated once per connection and reused by every request on it.
 
+use brisk_wire::S3ErrorCode;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
@@ -150,7 +151,7 @@ impl Exchange {
             return self.send_head_only().await;
         }
         let doc = ErrorDocument {
-            code: error.code.to_owned(),
+            code: error.code.as_str().to_owned(),
             message: error.message.clone(),
             resource: Some(resource.to_owned()),
             request_id: Some(request_id.to_owned()),
@@ -302,8 +303,8 @@ async fn within<T>(
 }
 
 fn write_stalled(timeout: Duration) -> S3Error {
-    S3Error::new(
-        "RequestTimeout",
+    S3Error::at_status(
+        S3ErrorCode::RequestTimeout,
         408,
         format!("the client read nothing for {timeout:?}"),
     )

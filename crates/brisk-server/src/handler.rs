@@ -1,6 +1,7 @@
 //! The S3 operations: each reads what it needs from the request, calls the store, and writes the
 //! response through the connection's [`Exchange`].
 
+use brisk_wire::S3ErrorCode;
 use std::time::SystemTime;
 
 use brisk_wire::http::{Headers, RequestHead};
@@ -225,8 +226,7 @@ async fn create_bucket(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> 
             && location != shared.config.region
         {
             return Err(S3Error::new(
-                "IllegalLocationConstraintException",
-                400,
+                S3ErrorCode::IllegalLocationConstraintException,
                 format!(
                     "The {location} location constraint is incompatible with the region {} of this server",
                     shared.config.region
@@ -430,7 +430,7 @@ async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error>
                 result.errors.push(DeleteError {
                     key: object.key.clone(),
                     version_id: None,
-                    code: e.code.to_owned(),
+                    code: e.code.as_str().to_owned(),
                     message: e.message,
                 });
             }
@@ -451,8 +451,7 @@ async fn receive_into_file(
     let chunked = matches!(payload, PayloadCheck::Chunked(_));
     let len = body::payload_length(r.head, &x.conn, chunked, MAX_PUT_SIZE)?.ok_or_else(|| {
         S3Error::new(
-            "MissingContentLength",
-            411,
+            S3ErrorCode::MissingContentLength,
             "You must provide the Content-Length HTTP header",
         )
     })?;
@@ -597,8 +596,7 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
         let range = if let Some(n) = part_number {
             Some(info.part_range(n).ok_or_else(|| {
                 S3Error::new(
-                    "InvalidPartNumber",
-                    416,
+                    S3ErrorCode::InvalidPartNumber,
                     "The requested partnumber is not satisfiable",
                 )
             })?)
@@ -768,8 +766,7 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
         blocking(|| store.open_object_span(&source_bucket, &source_key, plan))?;
     if span.end - span.start > MAX_PUT_SIZE {
         return Err(S3Error::new(
-            "EntityTooLarge",
-            400,
+            S3ErrorCode::EntityTooLarge,
             "a copied part may be at most 5 GiB",
         ));
     }

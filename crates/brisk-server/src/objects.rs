@@ -1,6 +1,7 @@
 //! What object requests and responses carry besides the body: stored attributes from request fields,
 //! response fields from stored attributes, `Range`, conditional requests, and `x-amz-copy-source`.
 
+use brisk_wire::S3ErrorCode;
 use std::time::SystemTime;
 
 use brisk_wire::http::{Headers, RequestHead};
@@ -43,8 +44,7 @@ pub fn attributes_from(head: &RequestHead) -> Result<ObjectAttributes, S3Error> 
     }
     if metadata_bytes > MAX_USER_METADATA_BYTES {
         return Err(S3Error::new(
-            "MetadataTooLarge",
-            400,
+            S3ErrorCode::MetadataTooLarge,
             format!(
                 "Your metadata headers exceed the maximum allowed metadata size \
                  ({metadata_bytes} > {MAX_USER_METADATA_BYTES} bytes)"
@@ -277,8 +277,7 @@ pub fn check_preconditions(h: &Headers, info: &ObjectInfo) -> Result<Preconditio
         Evaluated::Proceed => Ok(Precondition::Proceed),
         Evaluated::Unchanged(_) => Ok(Precondition::NotModified),
         Evaluated::Failed(field) => Err(S3Error::new(
-            "PreconditionFailed",
-            412,
+            S3ErrorCode::PreconditionFailed,
             "At least one of the pre-conditions you specified did not hold",
         )
         .with("Condition", field)),

@@ -222,6 +222,7 @@ fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use brisk_wire::S3ErrorCode;
 
     fn op(method: &str, target: &str) -> Operation {
         route(method, target, Some("127.0.0.1:9000"), "localhost", false)
@@ -305,7 +306,11 @@ mod tests {
             ("PATCH", "/b"),
         ] {
             let e = route(m, t, None, "localhost", false).unwrap_err();
-            assert_eq!((e.code, e.status), ("NotImplemented", 501), "{m} {t}");
+            assert_eq!(
+                (e.code, e.status),
+                (S3ErrorCode::NotImplemented, 501),
+                "{m} {t}"
+            );
         }
     }
 

@@ -28,6 +28,7 @@ use crate::tls::ServerStream;
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServerError {
     /// The store could not be opened (another process has it, permissions, corruption).
     #[error("cannot open the store in {root}: {source}")]
@@ -442,7 +443,7 @@ fn log_request(
         bucket: &names.bucket,
         key: &names.key,
         status,
-        error_code: error.map(|e| e.code),
+        error_code: error.map(|e| e.code.as_str()),
         error_message: error
             .filter(|e| e.status >= 500)
             .map(|e| e.message.as_str()),

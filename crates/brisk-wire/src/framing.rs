@@ -17,6 +17,7 @@ use std::ops::Range;
 /// Why a body's framing was rejected. Every variant is a protocol error of the peer: the connection can
 /// not be reused after it, because the framing is lost.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FramingError {
     /// A chunk-size line is not hexadecimal, is empty, or overflows `u64`.
     #[error("invalid chunk size line")]

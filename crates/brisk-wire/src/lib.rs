@@ -6,7 +6,10 @@
 //! copies payload bytes: it only points at them.
 
 pub mod checksum;
+pub mod error_code;
 pub mod framing;
 pub mod http;
 pub mod sigv4;
 pub mod xml;
+
+pub use error_code::S3ErrorCode;

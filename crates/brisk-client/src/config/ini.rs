@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 /// Why an AWS configuration file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IniError {
     /// A `key = value` line appears before the first `[section]` header.
     #[error("line {line}: `{text}` is outside any [section]")]

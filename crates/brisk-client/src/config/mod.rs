@@ -55,6 +55,7 @@ pub const DEFAULT_READ_BUFFER_SIZE: usize = brisk_wire::http::DEFAULT_READ_BUFFE
 
 /// Why a configuration is unusable.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// No credentials in the explicit values, the environment or the profile.
     #[error(

@@ -5,6 +5,7 @@ use std::io;
 
 /// Everything a store operation can fail with.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The bucket does not exist (S3 `NoSuchBucket`).
     #[error("bucket {0:?} does not exist")]

@@ -26,6 +26,7 @@ pub use value::{ChecksumValue, MAX_DIGEST_LEN};
 
 /// Why a checksum name or value was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ChecksumError {
     /// The algorithm name (from `x-amz-checksum-algorithm` or `x-amz-sdk-checksum-algorithm`) is not one
     /// brisk supports.

@@ -8,6 +8,7 @@ use crate::framing::FramingError;
 
 /// Why reading or writing an HTTP/1.1 message failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// The transport failed.
     #[error("I/O error: {0}")]

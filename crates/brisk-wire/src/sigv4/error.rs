@@ -2,9 +2,11 @@
 //! variant per S3 error code so the server renders the S3 error document without guessing).
 
 use super::time::AmzDate;
+use crate::S3ErrorCode;
 
 /// Why a request could not be signed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SigningError {
     /// The instant is outside the years 0000..=9999 that `YYYYMMDDTHHMMSSZ` can express.
     #[error("time is outside the range an x-amz-date can express")]
@@ -68,6 +70,7 @@ impl std::fmt::Display for AccessDeniedReason {
 
 /// Why a request failed authentication. Each variant is one S3 error code ([`AuthError::s3_code`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthError {
     /// The signature is well formed but wrong. Carries what the server computed, as S3 does in its error
     /// document, so that a client can diff it against its own canonical request.
@@ -121,35 +124,26 @@ pub enum AuthError {
 
 impl AuthError {
     /// The S3 error code to put in the `<Code>` element.
-    pub fn s3_code(&self) -> &'static str {
+    pub fn s3_code(&self) -> S3ErrorCode {
         match self {
-            Self::SignatureDoesNotMatch { .. } => "SignatureDoesNotMatch",
-            Self::RequestTimeTooSkewed { .. } => "RequestTimeTooSkewed",
-            Self::AccessDenied(_) => "AccessDenied",
-            Self::InvalidAccessKeyId { .. } => "InvalidAccessKeyId",
-            Self::AuthorizationHeaderMalformed { .. } => "AuthorizationHeaderMalformed",
-            Self::AuthorizationQueryParametersError { .. } => "AuthorizationQueryParametersError",
-            Self::MissingSecurityHeader { .. } => "MissingSecurityHeader",
-            Self::InvalidToken => "InvalidToken",
-            Self::InvalidContentSha256 { .. } => "InvalidArgument",
-            Self::ContentSha256Mismatch { .. } => "XAmzContentSHA256Mismatch",
+            Self::SignatureDoesNotMatch { .. } => S3ErrorCode::SignatureDoesNotMatch,
+            Self::RequestTimeTooSkewed { .. } => S3ErrorCode::RequestTimeTooSkewed,
+            Self::AccessDenied(_) => S3ErrorCode::AccessDenied,
+            Self::InvalidAccessKeyId { .. } => S3ErrorCode::InvalidAccessKeyId,
+            Self::AuthorizationHeaderMalformed { .. } => S3ErrorCode::AuthorizationHeaderMalformed,
+            Self::AuthorizationQueryParametersError { .. } => {
+                S3ErrorCode::AuthorizationQueryParametersError
+            }
+            Self::MissingSecurityHeader { .. } => S3ErrorCode::MissingSecurityHeader,
+            Self::InvalidToken => S3ErrorCode::InvalidToken,
+            Self::InvalidContentSha256 { .. } => S3ErrorCode::InvalidArgument,
+            Self::ContentSha256Mismatch { .. } => S3ErrorCode::XAmzContentSHA256Mismatch,
         }
     }
 
-    /// The HTTP status S3 answers this error with.
+    /// The HTTP status S3 answers this error with: its code's.
     pub fn http_status(&self) -> u16 {
-        match self {
-            Self::SignatureDoesNotMatch { .. }
-            | Self::RequestTimeTooSkewed { .. }
-            | Self::AccessDenied(_)
-            | Self::InvalidAccessKeyId { .. } => 403,
-            Self::AuthorizationHeaderMalformed { .. }
-            | Self::AuthorizationQueryParametersError { .. }
-            | Self::MissingSecurityHeader { .. }
-            | Self::InvalidToken
-            | Self::InvalidContentSha256 { .. }
-            | Self::ContentSha256Mismatch { .. } => 400,
-        }
+        self.s3_code().http_status()
     }
 }
 
@@ -165,7 +159,7 @@ mod tests {
         };
         assert_eq!(
             (e.s3_code(), e.http_status()),
-            ("SignatureDoesNotMatch", 403)
+            (S3ErrorCode::SignatureDoesNotMatch, 403)
         );
         assert!(e.to_string().contains("GET\n/"));
         let e = AuthError::MissingSecurityHeader {
@@ -173,7 +167,7 @@ mod tests {
         };
         assert_eq!(
             (e.s3_code(), e.http_status()),
-            ("MissingSecurityHeader", 400)
+            (S3ErrorCode::MissingSecurityHeader, 400)
         );
         let now = AmzDate::parse("20130524T000000Z").unwrap();
         let e = AuthError::AccessDenied(AccessDeniedReason::Expired {

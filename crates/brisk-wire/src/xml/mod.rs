@@ -74,6 +74,7 @@ pub const MAX_LIST_ENTRIES: usize = 100_000;
 /// Why an XML body was rejected. S3 answers all of these with the error code `MalformedXML`
 /// ([`XmlParseError::S3_CODE`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum XmlParseError {
     /// The bytes are not well-formed XML (or not UTF-8, or use an undefined entity).
     #[error("malformed XML: {0}")]
@@ -123,16 +124,17 @@ pub enum XmlParseError {
 
 impl XmlParseError {
     /// The S3 error code for every parse failure.
-    pub const S3_CODE: &'static str = "MalformedXML";
+    pub const S3_CODE: crate::S3ErrorCode = crate::S3ErrorCode::MalformedXML;
 
     /// The S3 error code (always [`Self::S3_CODE`]).
-    pub fn s3_code(&self) -> &'static str {
+    pub fn s3_code(&self) -> crate::S3ErrorCode {
         Self::S3_CODE
     }
 }
 
 /// Why a document could not be written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum XmlWriteError {
     /// The destination failed.
     #[error("writing XML failed: {0}")]
