@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => {
             assert!(
                 matches!(
-                    (e.code, e.status),
+                    (e.code.as_str(), e.status),
                     ("InvalidRequest", 400) | ("NotImplemented", 501)
                 ),
                 "{e:?}"
