@@ -146,7 +146,7 @@ check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfUnmodifiedSince=
 check(error_code(s3.get_object, Bucket="e2e-bucket", Key=key, IfModifiedSince=time.time() + 86400)[1] == 304, "If-Modified-Since 304")
 
 # Checksums: flexible checksums (header form over http), verified, stored, returned on request
-for algorithm in ["CRC32", "CRC32C", "SHA256", "CRC64NVME"]:
+for algorithm in ["CRC32", "CRC32C", "SHA1", "SHA256", "CRC64NVME"]:
     try:
         r = s3.put_object(Bucket="e2e-bucket", Key=f"sum-{algorithm}", Body=b"checksummed", ChecksumAlgorithm=algorithm)
     except MissingDependencyException:  # CRC32C and CRC64NVME need botocore[crt]
@@ -159,6 +159,16 @@ h = s3.head_object(Bucket="e2e-bucket", Key="sum-CRC32", ChecksumMode="ENABLED")
 check(h["ChecksumCRC32"] == crc, "CRC32 value is the CRC32 of the body")
 check(error_code(s3.put_object, Bucket="e2e-bucket", Key="bad-sum", Body=b"abc", ChecksumCRC32=crc)[0] == "BadDigest", "wrong checksum → BadDigest")
 check(error_code(s3.get_object, Bucket="e2e-bucket", Key="bad-sum")[0] == "NoSuchKey", "a rejected PUT stores nothing")
+h = s3.get_object(Bucket="e2e-bucket", Key="sum-SHA1", ChecksumMode="ENABLED")
+check(h["ChecksumSHA1"] == base64.b64encode(hashlib.sha1(b"checksummed").digest()).decode(),
+      "SHA1 value is the SHA-1 of the body")
+# A wrong value of every algorithm, sent explicitly, is BadDigest and stores nothing.
+wrong = {"ChecksumSHA256": hashlib.sha256(b"other").digest(), "ChecksumSHA1": hashlib.sha1(b"other").digest(),
+         "ChecksumCRC64NVME": b"\0" * 8}
+for field, raw in wrong.items():
+    check(error_code(s3.put_object, Bucket="e2e-bucket", Key="bad-sum", Body=b"abc",
+                     **{field: base64.b64encode(raw).decode()}) == ("BadDigest", 400), f"wrong {field} → 400 BadDigest")
+    check(error_code(s3.head_object, Bucket="e2e-bucket", Key="bad-sum")[1] == 404, f"a PUT refused for {field} stores nothing")
 bad_md5 = base64.b64encode(hashlib.md5(b"other").digest()).decode()
 check(error_code(s3.put_object, Bucket="e2e-bucket", Key="bad-md5", Body=b"abc", ContentMD5=bad_md5)[0] == "BadDigest", "Content-MD5 mismatch")
 

@@ -60,11 +60,6 @@ impl DeclaredChecksum {
 /// Reads the checksum declarations of a request head.
 pub fn declared_checksum(head: &RequestHead) -> Result<Option<DeclaredChecksum>, S3Error> {
     let headers = head.headers();
-    if headers.contains("x-amz-checksum-sha1") {
-        return Err(S3Error::not_implemented(
-            "SHA-1 checksums are not supported",
-        ));
-    }
     for algorithm in ChecksumAlgorithm::ALL {
         if let Some(value) = headers.get_str(algorithm.header_name()) {
             let value = ChecksumValue::from_base64(algorithm, value.trim())
@@ -74,11 +69,6 @@ pub fn declared_checksum(head: &RequestHead) -> Result<Option<DeclaredChecksum>,
     }
     if let Some(trailer) = headers.get_str("x-amz-trailer") {
         let name = trailer.trim();
-        if name.eq_ignore_ascii_case("x-amz-checksum-sha1") {
-            return Err(S3Error::not_implemented(
-                "SHA-1 checksums are not supported",
-            ));
-        }
         let algorithm = ChecksumAlgorithm::from_header_name(name)
             .ok_or_else(|| S3Error::invalid_request(format!("unsupported trailer {name:?}")))?;
         return Ok(Some(DeclaredChecksum::Trailer(algorithm)));

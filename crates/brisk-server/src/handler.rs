@@ -20,7 +20,8 @@ use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
     Precondition, RangeRequest, attributes_from, check_preconditions, copy_source_refused,
-    parse_copy_source, store_algorithm, write_checksum_fields, write_object_fields,
+    parse_copy_source, store_algorithm, wire_algorithm, wire_checksum_type, write_checksum_fields,
+    write_object_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -861,24 +862,12 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
 fn completed_checksum(
     checksum: Option<&Checksum>,
 ) -> (ChecksumFields, Option<brisk_wire::checksum::ChecksumType>) {
-    use brisk_wire::checksum::{ChecksumAlgorithm as W, ChecksumType as WireType};
     let mut fields = ChecksumFields::default();
     let Some(c) = checksum else {
         return (fields, None);
     };
-    let algorithm = match c.algorithm {
-        crate::store::ChecksumAlgorithm::Crc32 => W::Crc32,
-        crate::store::ChecksumAlgorithm::Crc32c => W::Crc32c,
-        crate::store::ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
-        crate::store::ChecksumAlgorithm::Sha256 => W::Sha256,
-        crate::store::ChecksumAlgorithm::Sha1 => return (fields, None),
-    };
-    fields.set(algorithm, c.value.clone());
-    let kind = match c.checksum_type {
-        ChecksumType::FullObject => WireType::FullObject,
-        ChecksumType::Composite => WireType::Composite,
-    };
-    (fields, Some(kind))
+    fields.set(wire_algorithm(c.algorithm), c.value.clone());
+    (fields, Some(wire_checksum_type(c.checksum_type)))
 }
 
 async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {

@@ -140,7 +140,28 @@ pub fn store_algorithm(a: brisk_wire::checksum::ChecksumAlgorithm) -> ChecksumAl
         W::Crc32 => ChecksumAlgorithm::Crc32,
         W::Crc32c => ChecksumAlgorithm::Crc32c,
         W::Crc64Nvme => ChecksumAlgorithm::Crc64Nvme,
+        W::Sha1 => ChecksumAlgorithm::Sha1,
         W::Sha256 => ChecksumAlgorithm::Sha256,
+    }
+}
+
+/// The wire's algorithm for one of the store's.
+pub fn wire_algorithm(a: ChecksumAlgorithm) -> brisk_wire::checksum::ChecksumAlgorithm {
+    use brisk_wire::checksum::ChecksumAlgorithm as W;
+    match a {
+        ChecksumAlgorithm::Crc32 => W::Crc32,
+        ChecksumAlgorithm::Crc32c => W::Crc32c,
+        ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
+        ChecksumAlgorithm::Sha1 => W::Sha1,
+        ChecksumAlgorithm::Sha256 => W::Sha256,
+    }
+}
+
+/// The wire's checksum type for one of the store's.
+pub fn wire_checksum_type(t: ChecksumType) -> brisk_wire::checksum::ChecksumType {
+    match t {
+        ChecksumType::FullObject => brisk_wire::checksum::ChecksumType::FullObject,
+        ChecksumType::Composite => brisk_wire::checksum::ChecksumType::Composite,
     }
 }
 

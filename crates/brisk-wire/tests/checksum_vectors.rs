@@ -26,6 +26,18 @@ fn sha256_nist_vectors() {
     );
 }
 
+/// FIPS 180-2 example vectors for SHA-1.
+#[test]
+fn sha1_nist_vectors() {
+    let sha1_hex =
+        |data: &[u8]| hex::encode(Checksummer::checksum(ChecksumAlgorithm::Sha1, data).as_bytes());
+    assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+    assert_eq!(
+        sha1_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+        "84983e441c3bd26ebaae4aa1f95129e5e54670f1"
+    );
+}
+
 /// The CRC catalogue's check values, through the header form a server would compare against.
 #[test]
 fn crc_check_values_as_headers() {
@@ -94,6 +106,11 @@ fn composite_checksums_of_two_parts() {
         composite(ChecksumAlgorithm::Sha256).to_string(),
         "NLHrJlXEZEDn0NlgZhn8GLRMTzURmg2zW2TYiRdd7GU=-2"
     );
+    assert_eq!(
+        composite(ChecksumAlgorithm::Sha1).to_string(),
+        "LVZ+D48FxcbNmVo7NOwuXFUMSjw=-2"
+    );
+    assert!(FullObjectCrc::new(ChecksumAlgorithm::Sha1).is_err());
 }
 
 #[test]

@@ -664,8 +664,8 @@ fn combined_checksum(
         ChecksumAlgorithm::Crc32 => W::Crc32,
         ChecksumAlgorithm::Crc32c => W::Crc32c,
         ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
+        ChecksumAlgorithm::Sha1 => W::Sha1,
         ChecksumAlgorithm::Sha256 => W::Sha256,
-        ChecksumAlgorithm::Sha1 => return None,
     };
     let part = |r: &PartRecord| ChecksumValue::from_base64(wire, r.checksum.as_deref()?).ok();
     let value = match kind {

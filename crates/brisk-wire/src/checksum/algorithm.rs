@@ -7,9 +7,10 @@ use super::ChecksumError;
 
 /// A checksum algorithm of S3's `x-amz-checksum-*` family.
 ///
-/// SHA-1 is not offered: it is the slowest of the family, cryptographically broken, and no client of
-/// brisk needs it. CRCs detect transmission errors as well as SHA-256 does for S3's purposes and run an
-/// order of magnitude faster with carry-less multiplication.
+/// SHA-1 is there because S3 accepts it and other clients send it (boto3's `ChecksumAlgorithm="SHA1"`),
+/// so brisk serve verifies and stores it; brisk's own uploads never choose it: it is the slowest of the
+/// family and cryptographically broken, and CRCs detect transmission errors as well as the SHAs do for
+/// S3's purposes while running an order of magnitude faster with carry-less multiplication.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChecksumAlgorithm {
     /// CRC-32/ISO-HDLC (the zlib / Ethernet CRC), `x-amz-checksum-crc32`.
@@ -18,14 +19,21 @@ pub enum ChecksumAlgorithm {
     Crc32c,
     /// CRC-64/NVME, `x-amz-checksum-crc64nvme`: S3's default for objects uploaded without a checksum.
     Crc64Nvme,
+    /// SHA-1, `x-amz-checksum-sha1`.
+    Sha1,
     /// SHA-256, `x-amz-checksum-sha256`.
     Sha256,
 }
 
 impl ChecksumAlgorithm {
     /// Every supported algorithm, in the order S3 documents them.
-    pub const ALL: [ChecksumAlgorithm; 4] =
-        [Self::Crc32, Self::Crc32c, Self::Crc64Nvme, Self::Sha256];
+    pub const ALL: [ChecksumAlgorithm; 5] = [
+        Self::Crc32,
+        Self::Crc32c,
+        Self::Crc64Nvme,
+        Self::Sha1,
+        Self::Sha256,
+    ];
 
     /// What brisk's client sends when the caller does not choose. CRC32 is what the AWS SDKs send by
     /// default (since their 2025 "flexible checksums" change), so every S3-compatible server that serves
@@ -39,6 +47,7 @@ impl ChecksumAlgorithm {
             Self::Crc32 => "CRC32",
             Self::Crc32c => "CRC32C",
             Self::Crc64Nvme => "CRC64NVME",
+            Self::Sha1 => "SHA1",
             Self::Sha256 => "SHA256",
         }
     }
@@ -50,6 +59,7 @@ impl ChecksumAlgorithm {
             Self::Crc32 => "x-amz-checksum-crc32",
             Self::Crc32c => "x-amz-checksum-crc32c",
             Self::Crc64Nvme => "x-amz-checksum-crc64nvme",
+            Self::Sha1 => "x-amz-checksum-sha1",
             Self::Sha256 => "x-amz-checksum-sha256",
         }
     }
@@ -60,27 +70,30 @@ impl ChecksumAlgorithm {
             Self::Crc32 => "ChecksumCRC32",
             Self::Crc32c => "ChecksumCRC32C",
             Self::Crc64Nvme => "ChecksumCRC64NVME",
+            Self::Sha1 => "ChecksumSHA1",
             Self::Sha256 => "ChecksumSHA256",
         }
     }
 
-    /// How many bytes the raw digest has (4 for the CRC32s, 8 for CRC64NVME, 32 for SHA-256).
+    /// How many bytes the raw digest has (4 for the CRC32s, 8 for CRC64NVME, 20 for SHA-1, 32 for
+    /// SHA-256).
     pub const fn digest_len(self) -> usize {
         match self {
             Self::Crc32 | Self::Crc32c => 4,
             Self::Crc64Nvme => 8,
+            Self::Sha1 => 20,
             Self::Sha256 => 32,
         }
     }
 
     /// Whether S3 defines multipart checksums of `checksum_type` for this algorithm: CRC64NVME is
-    /// full-object only, SHA-256 composite only, the CRC32s both.
+    /// full-object only, the SHAs composite only, the CRC32s both.
     pub const fn supports(self, checksum_type: ChecksumType) -> bool {
         matches!(
             (self, checksum_type),
             (Self::Crc32 | Self::Crc32c, _)
                 | (Self::Crc64Nvme, ChecksumType::FullObject)
-                | (Self::Sha256, ChecksumType::Composite)
+                | (Self::Sha1 | Self::Sha256, ChecksumType::Composite)
         )
     }
 
@@ -180,14 +193,18 @@ mod tests {
 
     #[test]
     fn unknown_names_are_errors_that_name_the_input() {
-        let err = "SHA1".parse::<ChecksumAlgorithm>().unwrap_err();
-        assert_eq!(err, ChecksumError::UnknownAlgorithm("SHA1".into()));
-        assert!(err.to_string().contains("SHA1"));
+        let err = "MD5".parse::<ChecksumAlgorithm>().unwrap_err();
+        assert_eq!(err, ChecksumError::UnknownAlgorithm("MD5".into()));
+        assert!(err.to_string().contains("MD5"));
         assert!(" CRC32".parse::<ChecksumAlgorithm>().is_err());
         assert!("".parse::<ChecksumAlgorithm>().is_err());
         assert_eq!(
-            ChecksumAlgorithm::from_header_name("x-amz-checksum-sha1"),
+            ChecksumAlgorithm::from_header_name("x-amz-checksum-md5"),
             None
+        );
+        assert_eq!(
+            ChecksumAlgorithm::from_header_name("x-amz-checksum-sha1"),
+            Some(ChecksumAlgorithm::Sha1)
         );
     }
 
@@ -198,6 +215,7 @@ mod tests {
         assert!("FULL".parse::<ChecksumType>().is_err());
         assert!(!ChecksumAlgorithm::Crc64Nvme.supports(ChecksumType::Composite));
         assert!(!ChecksumAlgorithm::Sha256.supports(ChecksumType::FullObject));
+        assert!(!ChecksumAlgorithm::Sha1.supports(ChecksumType::FullObject));
         for alg in ChecksumAlgorithm::ALL {
             assert!(alg.supports(alg.default_type()));
         }

@@ -1,6 +1,7 @@
 //! One streaming hasher over every [`ChecksumAlgorithm`].
 
 use crc_fast::{CrcAlgorithm, Digest as CrcDigest};
+use sha1::Sha1;
 use sha2::{Digest as _, Sha256};
 
 use super::{ChecksumAlgorithm, ChecksumValue};
@@ -11,19 +12,21 @@ pub(crate) const fn crc_params(algorithm: ChecksumAlgorithm) -> Option<CrcAlgori
         ChecksumAlgorithm::Crc32 => Some(CrcAlgorithm::Crc32IsoHdlc),
         ChecksumAlgorithm::Crc32c => Some(CrcAlgorithm::Crc32Iscsi),
         ChecksumAlgorithm::Crc64Nvme => Some(CrcAlgorithm::Crc64Nvme),
-        ChecksumAlgorithm::Sha256 => None,
+        ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
     }
 }
 
 /// A streaming checksum of one algorithm: [`update`](Self::update) with each slice as it passes, then
 /// [`finalize`](Self::finalize) once.
 ///
-/// The state lives inline (about 200 bytes for SHA-256, less for the CRCs); dispatch is a `match`, so a
-/// chunk costs no allocation and no virtual call.
+/// The state lives inline (about 200 bytes for SHA-256, less for SHA-1 and the CRCs); dispatch is a
+/// `match`, so a chunk costs no allocation and no virtual call.
 #[derive(Clone)]
 pub enum Checksummer {
     /// CRC32, CRC32C or CRC64NVME (the variant's algorithm is kept beside the `crc-fast` state).
     Crc(ChecksumAlgorithm, CrcDigest),
+    /// SHA-1.
+    Sha1(Sha1),
     /// SHA-256.
     Sha256(Sha256),
 }
@@ -31,9 +34,10 @@ pub enum Checksummer {
 impl Checksummer {
     /// A fresh hasher for `algorithm`.
     pub fn new(algorithm: ChecksumAlgorithm) -> Self {
-        match crc_params(algorithm) {
-            Some(params) => Self::Crc(algorithm, CrcDigest::new(params)),
-            None => Self::Sha256(Sha256::new()),
+        match (crc_params(algorithm), algorithm) {
+            (Some(params), _) => Self::Crc(algorithm, CrcDigest::new(params)),
+            (None, ChecksumAlgorithm::Sha1) => Self::Sha1(Sha1::new()),
+            (None, _) => Self::Sha256(Sha256::new()),
         }
     }
 
@@ -41,6 +45,7 @@ impl Checksummer {
     pub fn algorithm(&self) -> ChecksumAlgorithm {
         match self {
             Self::Crc(algorithm, _) => *algorithm,
+            Self::Sha1(_) => ChecksumAlgorithm::Sha1,
             Self::Sha256(_) => ChecksumAlgorithm::Sha256,
         }
     }
@@ -50,6 +55,7 @@ impl Checksummer {
     pub fn update(&mut self, data: &[u8]) {
         match self {
             Self::Crc(_, digest) => digest.update(data),
+            Self::Sha1(digest) => digest.update(data),
             Self::Sha256(digest) => digest.update(data),
         }
     }
@@ -58,6 +64,11 @@ impl Checksummer {
     pub fn finalize(self) -> ChecksumValue {
         match self {
             Self::Crc(algorithm, digest) => ChecksumValue::from_crc(algorithm, digest.finalize()),
+            Self::Sha1(digest) => {
+                let out = digest.finalize();
+                ChecksumValue::from_raw(ChecksumAlgorithm::Sha1, &out)
+                    .expect("SHA-1 output is 20 bytes")
+            }
             Self::Sha256(digest) => {
                 let out = digest.finalize();
                 ChecksumValue::from_raw(ChecksumAlgorithm::Sha256, &out)
@@ -121,6 +132,11 @@ mod tests {
         assert_eq!(empty(ChecksumAlgorithm::Crc32), "AAAAAA==");
         assert_eq!(empty(ChecksumAlgorithm::Crc32c), "AAAAAA==");
         assert_eq!(empty(ChecksumAlgorithm::Crc64Nvme), "AAAAAAAAAAA=");
+        // SHA-1 of nothing, da39a3ee...0709, in base64.
+        assert_eq!(
+            empty(ChecksumAlgorithm::Sha1),
+            "2jmj7l5rSw0yVb/vlWAYkK/YBwk="
+        );
         // SHA-256 of nothing, e3b0c442...b855, in base64.
         assert_eq!(
             empty(ChecksumAlgorithm::Sha256),

@@ -1,12 +1,13 @@
 //! Streaming checksums for S3 payloads: the `x-amz-checksum-*` family (CRC32, CRC32C, CRC64NVME,
-//! SHA-256), MD5 for `Content-MD5` and ETags, and the multipart combinations S3 defines on top of them.
+//! SHA-1, SHA-256), MD5 for `Content-MD5` and ETags, and the multipart combinations S3 defines on top of them.
 //!
 //! Every hasher here is fed slices as the bytes pass (from the socket buffer, from the pooled block) and
 //! finalized once, so a payload is never buffered or copied to be checksummed.
 //!
 //! * CRCs go through `crc-fast`, which folds with carry-less multiplication (PCLMULQDQ / VPCLMULQDQ on
 //!   x86_64, PMULL on aarch64) and falls back to tables elsewhere.
-//! * SHA-256 goes through `sha2`, which detects the SHA extensions (SHA-NI) at run time.
+//! * SHA-256 goes through `sha2`, which detects the SHA extensions (SHA-NI) at run time; SHA-1 through
+//!   `sha1`, which does the same.
 //! * MD5 goes through `md-5` (portable code: MD5 has no hardware support).
 //!
 //! [`Checksummer`] dispatches through an enum, not a boxed trait object, so `update` costs one `match` per
@@ -30,7 +31,9 @@ pub use value::{ChecksumValue, MAX_DIGEST_LEN};
 pub enum ChecksumError {
     /// The algorithm name (from `x-amz-checksum-algorithm` or `x-amz-sdk-checksum-algorithm`) is not one
     /// brisk supports.
-    #[error("unsupported checksum algorithm {0:?} (expected CRC32, CRC32C, CRC64NVME or SHA256)")]
+    #[error(
+        "unsupported checksum algorithm {0:?} (expected CRC32, CRC32C, CRC64NVME, SHA1 or SHA256)"
+    )]
     UnknownAlgorithm(String),
     /// The checksum type (from `x-amz-checksum-type`) is neither `COMPOSITE` nor `FULL_OBJECT`.
     #[error("unknown checksum type {0:?} (expected COMPOSITE or FULL_OBJECT)")]

@@ -1,7 +1,8 @@
 //! The checksums S3 gives multipart objects.
 //!
-//! * **Composite** (CRC32, CRC32C, SHA-256): the checksum of the concatenated raw part checksums, written
-//!   `<base64>-<part count>`. It proves each part, not the object's bytes as a whole.
+//! * **Composite** (CRC32, CRC32C, SHA-1, SHA-256): the checksum of the concatenated raw part
+//!   checksums, written `<base64>-<part count>`. It proves each part, not the object's bytes as a
+//!   whole.
 //! * **Full object** (CRC32, CRC32C, CRC64NVME): the CRC of the whole object, combined from the parts'
 //!   CRCs and lengths without reading the data again (CRCs are linear: `crc(A‖B)` follows from `crc(A)`,
 //!   `crc(B)` and `len(B)`; `crc-fast` does it in O(log len) with its `checksum_combine`). This is what S3
@@ -91,7 +92,7 @@ pub struct FullObjectCrc {
 }
 
 impl FullObjectCrc {
-    /// Fails for SHA-256, whose digests cannot be combined.
+    /// Fails for the SHAs, whose digests cannot be combined.
     pub fn new(algorithm: ChecksumAlgorithm) -> Result<Self, ChecksumError> {
         if crc_params(algorithm).is_none() {
             return Err(ChecksumError::UnsupportedCombination {

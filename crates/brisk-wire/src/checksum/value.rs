@@ -79,7 +79,7 @@ impl ChecksumValue {
         &self.bytes[..self.algorithm.digest_len()]
     }
 
-    /// The CRC as an integer (`None` for SHA-256).
+    /// The CRC as an integer (`None` for the SHAs).
     pub fn as_crc(&self) -> Option<u64> {
         let raw = self.as_bytes();
         match self.algorithm {
@@ -87,7 +87,7 @@ impl ChecksumValue {
                 Some(u32::from_be_bytes(raw.try_into().ok()?).into())
             }
             ChecksumAlgorithm::Crc64Nvme => Some(u64::from_be_bytes(raw.try_into().ok()?)),
-            ChecksumAlgorithm::Sha256 => None,
+            ChecksumAlgorithm::Sha1 | ChecksumAlgorithm::Sha256 => None,
         }
     }
 

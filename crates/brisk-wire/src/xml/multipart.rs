@@ -22,6 +22,7 @@ pub struct ChecksumFields {
     pub crc32: Option<String>,
     pub crc32c: Option<String>,
     pub crc64nvme: Option<String>,
+    pub sha1: Option<String>,
     pub sha256: Option<String>,
 }
 
@@ -41,6 +42,7 @@ impl ChecksumFields {
             ChecksumAlgorithm::Crc32 => &self.crc32,
             ChecksumAlgorithm::Crc32c => &self.crc32c,
             ChecksumAlgorithm::Crc64Nvme => &self.crc64nvme,
+            ChecksumAlgorithm::Sha1 => &self.sha1,
             ChecksumAlgorithm::Sha256 => &self.sha256,
         }
     }
@@ -50,6 +52,7 @@ impl ChecksumFields {
             ChecksumAlgorithm::Crc32 => &mut self.crc32,
             ChecksumAlgorithm::Crc32c => &mut self.crc32c,
             ChecksumAlgorithm::Crc64Nvme => &mut self.crc64nvme,
+            ChecksumAlgorithm::Sha1 => &mut self.sha1,
             ChecksumAlgorithm::Sha256 => &mut self.sha256,
         }
     }
