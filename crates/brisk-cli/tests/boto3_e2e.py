@@ -273,6 +273,9 @@ for kind, value in expected.items():
                            ChecksumAlgorithm="CRC32")
         check(r.get("ChecksumCRC32") == crc32_b64(data), f"{kind}: part {number}'s CRC32")
         sent.append({"PartNumber": number, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+    listed = s3.list_parts(Bucket="e2e-bucket", Key=mkey, UploadId=mid)
+    check([p.get("ChecksumCRC32") for p in listed["Parts"]] == [crc32_b64(sum1), crc32_b64(sum2)]
+          and listed.get("ChecksumAlgorithm") == "CRC32", f"{kind}: ListParts shows each part's CRC32: {listed['Parts']}")
     done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key=mkey, UploadId=mid,
                                         MultipartUpload={"Parts": sent})
     check(done.get("ChecksumCRC32") == value and done.get("ChecksumType") == kind,
@@ -282,6 +285,35 @@ for kind, value in expected.items():
           f"{kind}: HeadObject returns {h.get('ChecksumCRC32')} {h.get('ChecksumType')}")
 p2 = s3.get_object(Bucket="e2e-bucket", Key="big", PartNumber=2)
 check(p2["Body"].read() == body[:1234] and p2["PartsCount"] == 2, "GetObject partNumber")
+
+# SHA-1 multipart checksums (composite, as S3 defines them for SHA-1), and parts refused for a wrong
+# checksum, which leave nothing behind.
+sha_parts = (os.urandom(5 << 20), os.urandom(999))
+mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key="mp-sha1", ChecksumAlgorithm="SHA1")["UploadId"]
+wrong_sha1 = base64.b64encode(hashlib.sha1(b"not the part").digest()).decode()
+check(error_code(s3.upload_part, Bucket="e2e-bucket", Key="mp-sha1", UploadId=mid, PartNumber=1, Body=sha_parts[0],
+                 ChecksumSHA1=wrong_sha1) == ("BadDigest", 400), "UploadPart with a wrong SHA-1 → BadDigest")
+check(s3.list_parts(Bucket="e2e-bucket", Key="mp-sha1", UploadId=mid).get("Parts", []) == [], "the refused part is not there")
+sent = []
+for number, data in enumerate(sha_parts, start=1):
+    r = s3.upload_part(Bucket="e2e-bucket", Key="mp-sha1", UploadId=mid, PartNumber=number, Body=data,
+                       ChecksumAlgorithm="SHA1")
+    check(r.get("ChecksumSHA1") == base64.b64encode(hashlib.sha1(data).digest()).decode(), f"part {number}'s SHA-1")
+    sent.append({"PartNumber": number, "ETag": r["ETag"], "ChecksumSHA1": r["ChecksumSHA1"]})
+listed = s3.list_parts(Bucket="e2e-bucket", Key="mp-sha1", UploadId=mid)
+check([p.get("ChecksumSHA1") for p in listed["Parts"]] == [p["ChecksumSHA1"] for p in sent], "ListParts shows the SHA-1s")
+done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key="mp-sha1", UploadId=mid, MultipartUpload={"Parts": sent})
+composite = base64.b64encode(hashlib.sha1(b"".join(hashlib.sha1(d).digest() for d in sha_parts)).digest()).decode() + "-2"
+check(done.get("ChecksumSHA1") == composite and done.get("ChecksumType") == "COMPOSITE",
+      f"SHA-1 composite checksum {done.get('ChecksumSHA1')}, want {composite}")
+h = s3.head_object(Bucket="e2e-bucket", Key="mp-sha1", ChecksumMode="ENABLED")
+check(h.get("ChecksumSHA1") == composite, "HeadObject returns the SHA-1 composite")
+mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key="mp-bad-crc", ChecksumAlgorithm="CRC32")["UploadId"]
+check(error_code(s3.upload_part, Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid, PartNumber=1, Body=b"part",
+                 ChecksumCRC32=crc32_b64(b"other")) == ("BadDigest", 400), "UploadPart with a wrong CRC32 → BadDigest")
+check(s3.list_parts(Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid).get("Parts", []) == [], "and stores no part")
+s3.abort_multipart_upload(Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid)
+
 ab = s3.create_multipart_upload(Bucket="e2e-bucket", Key="aborted")["UploadId"]
 s3.abort_multipart_upload(Bucket="e2e-bucket", Key="aborted", UploadId=ab)
 check(error_code(s3.list_parts, Bucket="e2e-bucket", Key="aborted", UploadId=ab)[0] == "NoSuchUpload", "abort")

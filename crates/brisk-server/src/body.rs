@@ -49,7 +49,8 @@ pub enum DeclaredChecksum {
 }
 
 impl DeclaredChecksum {
-    fn algorithm(&self) -> ChecksumAlgorithm {
+    /// The algorithm of the declared checksum.
+    pub fn algorithm(&self) -> ChecksumAlgorithm {
         match self {
             Self::Header(v) => v.algorithm(),
             Self::Trailer(a) | Self::Compute(a) => *a,
@@ -136,6 +137,17 @@ impl BodyDigests {
             content_md5,
             declared,
         })
+    }
+
+    /// Computes (and reports in [`BodyOutcome::checksum`]) a checksum of `algorithm` when the
+    /// request declared none: a part of a multipart upload created with a checksum algorithm gets
+    /// one, so the object's checksum can be combined at completion.
+    pub fn compute_if_undeclared(mut self, algorithm: Option<ChecksumAlgorithm>) -> Self {
+        if let (None, Some(algorithm)) = (&self.declared, algorithm) {
+            self.declared = Some(DeclaredChecksum::Compute(algorithm));
+            self.checksum = Some(Checksummer::new(algorithm));
+        }
+        self
     }
 
     /// Hashes the next payload bytes.

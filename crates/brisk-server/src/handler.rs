@@ -441,14 +441,17 @@ async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error>
     x.send_xml(&result).await
 }
 
-/// Streams the request body into `file`, hashing it; returns what the digests found.
+/// Streams the request body into `file`, hashing it; returns what the digests found. With
+/// `default_checksum`, a body that declares no checksum gets one of that algorithm computed.
 async fn receive_into_file(
     x: &mut Exchange,
     r: &Request<'_>,
     payload: PayloadCheck,
     file: &mut std::fs::File,
+    default_checksum: Option<brisk_wire::checksum::ChecksumAlgorithm>,
 ) -> Result<BodyOutcome, S3Error> {
-    let mut digests = BodyDigests::new(r.head, &payload, r.shared.config.md5_etag)?;
+    let mut digests = BodyDigests::new(r.head, &payload, r.shared.config.md5_etag)?
+        .compute_if_undeclared(default_checksum);
     let chunked = matches!(payload, PayloadCheck::Chunked(_));
     let len = body::payload_length(r.head, &x.conn, chunked, MAX_PUT_SIZE)?.ok_or_else(|| {
         S3Error::new(
@@ -510,7 +513,7 @@ async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error>
     }
     let mut pending = blocking(|| store.begin_put(&r.route.bucket, &r.route.key))?;
     let payload = std::mem::replace(&mut r.payload, PayloadCheck::None);
-    let outcome = receive_into_file(x, &r, payload, pending.file_mut()).await?;
+    let outcome = receive_into_file(x, &r, payload, pending.file_mut(), None).await?;
     let new = NewObject {
         etag: outcome.etag.clone(),
         attributes,
@@ -676,14 +679,24 @@ async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error>
                 body::DeclaredChecksum::Compute(a) | body::DeclaredChecksum::Trailer(a) => a,
                 body::DeclaredChecksum::Header(v) => v.algorithm(),
             };
-            let kind = match r
-                .head
-                .headers()
-                .get_str("x-amz-checksum-type")
-                .map(str::trim)
-            {
-                Some("FULL_OBJECT") => ChecksumType::FullObject,
-                _ => ChecksumType::Composite,
+            let kind = match r.head.headers().get_str("x-amz-checksum-type") {
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|e: brisk_wire::checksum::ChecksumError| {
+                        S3Error::invalid_request(e.to_string())
+                    })?,
+                None => algorithm.default_type(),
+            };
+            if !algorithm.supports(kind) {
+                return Err(S3Error::invalid_request(format!(
+                    "The {kind} checksum type cannot be used with the {} checksum algorithm",
+                    algorithm.s3_name().to_ascii_lowercase()
+                )));
+            }
+            let kind = match kind {
+                brisk_wire::checksum::ChecksumType::FullObject => ChecksumType::FullObject,
+                brisk_wire::checksum::ChecksumType::Composite => ChecksumType::Composite,
             };
             Some((store_algorithm(algorithm), kind))
         }
@@ -722,14 +735,35 @@ async fn upload_part(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error
     let store = &r.shared.store;
     let mut pending =
         blocking(|| store.begin_upload_part(&r.route.bucket, &r.route.key, &upload_id, number))?;
+    // A part's checksum is of the upload's algorithm: S3 refuses another one, and computes it for
+    // a part that declares none.
+    let expected = pending.checksum_algorithm().map(wire_algorithm);
+    if let (Some(expected), Some(declared)) = (expected, body::declared_checksum(r.head)?) {
+        checksum_type_matches(expected, declared.algorithm())?;
+    }
     let payload = std::mem::replace(&mut r.payload, PayloadCheck::None);
-    let outcome = receive_into_file(x, &r, payload, pending.file_mut()).await?;
+    let outcome = receive_into_file(x, &r, payload, pending.file_mut(), expected).await?;
     let checksum = outcome.checksum.as_ref().map(|c| c.to_base64());
     let info = blocking(|| pending.commit(outcome.etag.clone(), checksum))?;
     x.begin(200, r.request_id);
     set(x.headers(), "etag", &info.etag);
     write_body_checksum(x, &outcome);
     x.send_empty().await
+}
+
+/// S3's answer to a part whose checksum is not of the algorithm its upload was created with.
+fn checksum_type_matches(
+    expected: brisk_wire::checksum::ChecksumAlgorithm,
+    sent: brisk_wire::checksum::ChecksumAlgorithm,
+) -> Result<(), S3Error> {
+    if expected == sent {
+        return Ok(());
+    }
+    Err(S3Error::invalid_request(format!(
+        "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+        expected.s3_name().to_ascii_lowercase(),
+        sent.s3_name().to_ascii_lowercase()
+    )))
 }
 
 async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
@@ -774,6 +808,11 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
     let mut pending =
         blocking(|| store.begin_upload_part(&r.route.bucket, &r.route.key, &upload_id, number))?;
     let md5_etag = r.shared.config.md5_etag;
+    // A copied part of an upload created with a checksum algorithm gets that checksum, as S3 gives
+    // it, so the object's checksum can be combined at completion.
+    let mut part_checksum = pending
+        .checksum_algorithm()
+        .map(|a| brisk_wire::checksum::Checksummer::new(wire_algorithm(a)));
     let etag = {
         let scratch = x.scratch();
         blocking(|| -> Result<String, S3Error> {
@@ -796,6 +835,9 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
                 } else {
                     crc.update(&scratch[..n]);
                 }
+                if let Some(h) = &mut part_checksum {
+                    h.update(&scratch[..n]);
+                }
                 pending.file_mut().write_all(&scratch[..n])?;
                 left -= n as u64;
             }
@@ -806,11 +848,16 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
             })
         })?
     };
-    let part = blocking(|| pending.commit(etag, None))?;
+    let part_checksum = part_checksum.map(|h| h.finalize());
+    let part = blocking(|| pending.commit(etag, part_checksum.map(|c| c.to_base64())))?;
+    let mut checksums = ChecksumFields::default();
+    if let Some(c) = part_checksum {
+        checksums.set(c.algorithm(), c.to_base64());
+    }
     let doc = CopyPartResult {
         etag: part.etag,
         last_modified: xml_time(part.last_modified),
-        checksums: ChecksumFields::default(),
+        checksums,
     };
     x.begin(200, r.request_id);
     x.send_xml(&doc).await
@@ -885,6 +932,10 @@ async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
             .store
             .list_parts(&r.route.bucket, &r.route.key, upload_id, marker, max_parts)
     })?;
+    // Each part's checksum is of the upload's algorithm (UploadPart refuses any other).
+    let algorithm = page
+        .checksum_algorithm
+        .map(|(a, kind)| (wire_algorithm(a), wire_checksum_type(kind)));
     let doc = ListPartsResult {
         bucket: r.route.bucket.clone(),
         key: r.route.key.clone(),
@@ -896,17 +947,23 @@ async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
         initiator: Some(owner()),
         owner: Some(owner()),
         storage_class: Some("STANDARD".to_owned()),
-        checksum_algorithm: None,
-        checksum_type: None,
+        checksum_algorithm: algorithm.map(|(a, _)| a),
+        checksum_type: algorithm.map(|(_, kind)| kind),
         parts: page
             .parts
             .into_iter()
-            .map(|p| PartEntry {
-                part_number: p.part_number,
-                last_modified: xml_time(p.last_modified),
-                etag: p.etag,
-                size: p.size,
-                checksums: ChecksumFields::default(),
+            .map(|p| {
+                let mut checksums = ChecksumFields::default();
+                if let (Some((a, _)), Some(value)) = (algorithm, p.checksum) {
+                    checksums.set(a, value);
+                }
+                PartEntry {
+                    part_number: p.part_number,
+                    last_modified: xml_time(p.last_modified),
+                    etag: p.etag,
+                    size: p.size,
+                    checksums,
+                }
             })
             .collect(),
     };

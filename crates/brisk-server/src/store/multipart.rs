@@ -64,6 +64,8 @@ pub struct PartInfo {
 /// One page of `ListParts`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PartsPage {
+    /// The checksum algorithm the upload was created with: the algorithm of the parts' checksums.
+    pub checksum_algorithm: Option<(ChecksumAlgorithm, ChecksumType)>,
     /// Parts in ascending number.
     pub parts: Vec<PartInfo>,
     /// More parts follow.
@@ -203,16 +205,17 @@ impl Store {
     ) -> Result<PendingPart> {
         names::validate_key(key)?;
         validate_part_number(part_number)?;
-        {
+        let upload = {
             let txn = self.inner.db.begin_read()?;
-            self.inner.read_upload(&txn, bucket, key, upload_id)?;
-        }
+            self.inner.read_upload(&txn, bucket, key, upload_id)?
+        };
         Ok(PendingPart {
             temp: TempFile::create(Arc::clone(&self.inner))?,
             bucket: bucket.to_owned(),
             key: key.to_owned(),
             upload_id: upload_id.to_owned(),
             part_number,
+            checksum_algorithm: upload.checksum_algorithm.map(|(algorithm, _)| algorithm),
         })
     }
 
@@ -228,9 +231,12 @@ impl Store {
     ) -> Result<PartsPage> {
         let max_parts = max_parts.min(MAX_PARTS_PER_PAGE);
         let txn = self.inner.db.begin_read()?;
-        self.inner.read_upload(&txn, bucket, key, upload_id)?;
+        let upload = self.inner.read_upload(&txn, bucket, key, upload_id)?;
         let parts = txn.open_table(PARTS)?;
-        let mut page = PartsPage::default();
+        let mut page = PartsPage {
+            checksum_algorithm: upload.checksum_algorithm,
+            ..PartsPage::default()
+        };
         let range = parts.range::<(&str, u32)>((
             Bound::Excluded((upload_id, part_number_marker)),
             Bound::Included((upload_id, u32::MAX)),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::error::Result;
 use super::fault::FaultPoint;
 use super::layout::{self, DataId};
-use super::meta::{NewObject, ObjectInfo};
+use super::meta::{ChecksumAlgorithm, NewObject, ObjectInfo};
 use super::multipart::PartInfo;
 use super::{Inner, WriteCondition};
 
@@ -180,6 +180,7 @@ pub struct PendingPart {
     pub(crate) key: String,
     pub(crate) upload_id: String,
     pub(crate) part_number: u32,
+    pub(crate) checksum_algorithm: Option<ChecksumAlgorithm>,
 }
 
 impl PendingPart {
@@ -192,6 +193,11 @@ impl PendingPart {
     /// The part's file, for callers that write with their own I/O.
     pub fn file_mut(&mut self) -> &mut File {
         self.temp.file_mut()
+    }
+
+    /// The checksum algorithm the upload was created with, which each part's checksum must use.
+    pub fn checksum_algorithm(&self) -> Option<ChecksumAlgorithm> {
+        self.checksum_algorithm
     }
 
     /// Records the part, replacing an earlier upload of the same part number. Fails with

@@ -1,0 +1,152 @@
+//! S3's answers, checked over a socket with hand-built requests (no client library between):
+//! SHA-1 checksums, and part checksums in ListParts.
+
+mod http_support;
+
+use http_support::{Client, Response};
+
+/// Sends `method path` with `headers` (raw bytes: a value may hold UTF-8) and `body`.
+fn send(
+    c: &mut Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &[u8])],
+    body: &[u8],
+) -> (Response, Vec<u8>) {
+    let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n").into_bytes();
+    for (name, value) in headers {
+        raw.extend_from_slice(name.as_bytes());
+        raw.extend_from_slice(b": ");
+        raw.extend_from_slice(value);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+    raw.extend_from_slice(body);
+    c.send_raw(&raw);
+    let mut out = Vec::new();
+    let r = c.receive(method, |d| out.extend_from_slice(d));
+    (r, out)
+}
+
+/// The value of the response field `name`, if present.
+fn field<'a>(r: &'a Response, name: &str) -> Option<&'a str> {
+    r.head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
+
+fn text_between<'a>(doc: &'a str, open: &str, close: &str) -> &'a str {
+    let start = doc.find(open).expect(open) + open.len();
+    &doc[start..start + doc[start..].find(close).expect(close)]
+}
+
+fn sha1_b64(data: &[u8]) -> String {
+    use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
+    Checksummer::checksum(ChecksumAlgorithm::Sha1, data).to_base64()
+}
+
+#[test]
+fn sha1_checksums_are_verified_stored_and_listed_with_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let server = http_support::start(&runtime, dir.path());
+    let mut c = Client::connect(server.local_addr());
+    assert_eq!(c.request("PUT", "/sums", b"").0.status, 200);
+
+    let good = sha1_b64(b"payload");
+    let (r, _) = send(
+        &mut c,
+        "PUT",
+        "/sums/k",
+        &[("x-amz-checksum-sha1", good.as_bytes())],
+        b"payload",
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(field(&r, "x-amz-checksum-sha1"), Some(good.as_str()));
+    let mode: [(&str, &[u8]); 1] = [("x-amz-checksum-mode", b"ENABLED")];
+    let (r, _) = send(&mut c, "HEAD", "/sums/k", &mode, b"");
+    assert_eq!(field(&r, "x-amz-checksum-sha1"), Some(good.as_str()));
+    let wrong = sha1_b64(b"other");
+    let (r, body) = send(
+        &mut c,
+        "PUT",
+        "/sums/bad",
+        &[("x-amz-checksum-sha1", wrong.as_bytes())],
+        b"payload",
+    );
+    assert_eq!(r.status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("<Code>BadDigest</Code>"));
+    assert_eq!(c.request("HEAD", "/sums/bad", b"").0.status, 404);
+
+    // An upload created with SHA-1: each part's checksum is SHA-1 (another algorithm is refused,
+    // none is computed), and ListParts shows them.
+    let (r, doc) = send(
+        &mut c,
+        "POST",
+        "/sums/mp?uploads",
+        &[("x-amz-checksum-algorithm", b"SHA1")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    let doc = String::from_utf8(doc).unwrap();
+    let id = text_between(&doc, "<UploadId>", "</UploadId>").to_owned();
+    let path = |n: u32| format!("/sums/mp?partNumber={n}&uploadId={id}");
+    let (r, _) = send(
+        &mut c,
+        "PUT",
+        &path(1),
+        &[("x-amz-checksum-sha1", good.as_bytes())],
+        b"payload",
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    let crc = brisk_wire::checksum::Checksummer::checksum(
+        brisk_wire::checksum::ChecksumAlgorithm::Crc32,
+        b"payload",
+    )
+    .to_base64();
+    let (r, body) = send(
+        &mut c,
+        "PUT",
+        &path(2),
+        &[("x-amz-checksum-crc32", crc.as_bytes())],
+        b"payload",
+    );
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(r.status, 400);
+    assert!(
+        body.contains("expected checksum Type: sha1, actual checksum Type: crc32"),
+        "{body}"
+    );
+    let (r, _) = c.request("PUT", &path(3), b"computed");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        field(&r, "x-amz-checksum-sha1"),
+        Some(sha1_b64(b"computed").as_str())
+    );
+    let (r, doc) = c.request("GET", &format!("/sums/mp?uploadId={id}"), b"");
+    assert_eq!(r.status, 200);
+    let doc = String::from_utf8(doc).unwrap();
+    assert!(
+        doc.contains("<ChecksumAlgorithm>SHA1</ChecksumAlgorithm>"),
+        "{doc}"
+    );
+    assert!(
+        doc.contains(&format!("<ChecksumSHA1>{good}</ChecksumSHA1>")),
+        "{doc}"
+    );
+    assert!(
+        doc.contains(&format!(
+            "<ChecksumSHA1>{}</ChecksumSHA1>",
+            sha1_b64(b"computed")
+        )),
+        "{doc}"
+    );
+    assert_eq!(
+        doc.matches("<Part>").count(),
+        2,
+        "the refused part is not there: {doc}"
+    );
+    drop(c);
+    runtime.block_on(server.shutdown());
+}
