@@ -314,6 +314,36 @@ check(error_code(s3.upload_part, Bucket="e2e-bucket", Key="mp-bad-crc", UploadId
 check(s3.list_parts(Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid).get("Parts", []) == [], "and stores no part")
 s3.abort_multipart_upload(Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid)
 
+# Conditional CompleteMultipartUpload: If-None-Match: * and If-Match: <etag>, checked when the
+# upload completes. A refused completion leaves the object and the upload as they were.
+def one_part_upload(key, data):
+    upload = s3.create_multipart_upload(Bucket="e2e-bucket", Key=key)["UploadId"]
+    etag = s3.upload_part(Bucket="e2e-bucket", Key=key, UploadId=upload, PartNumber=1, Body=data)["ETag"]
+    return upload, {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+
+
+existing = s3.put_object(Bucket="e2e-bucket", Key="cond-mp", Body=b"existing")["ETag"]
+mid, listed_parts = one_part_upload("cond-mp", b"assembled")
+complete = lambda **kw: s3.complete_multipart_upload(Bucket="e2e-bucket", Key="cond-mp", UploadId=mid,
+                                                      MultipartUpload=listed_parts, **kw)
+check(error_code(complete, IfNoneMatch="*") == ("PreconditionFailed", 412), "complete If-None-Match: * on an existing key → 412")
+check(error_code(complete, IfMatch='"0000"') == ("PreconditionFailed", 412), "complete If-Match with another ETag → 412")
+check(s3.get_object(Bucket="e2e-bucket", Key="cond-mp")["Body"].read() == b"existing", "refused completions left the object")
+check(len(s3.list_parts(Bucket="e2e-bucket", Key="cond-mp", UploadId=mid)["Parts"]) == 1, "and the upload")
+complete(IfMatch=existing)
+check(s3.get_object(Bucket="e2e-bucket", Key="cond-mp")["Body"].read() == b"assembled", "complete If-Match with the ETag replaces")
+mid, listed_parts = one_part_upload("cond-mp-new", b"created")
+complete = lambda **kw: s3.complete_multipart_upload(Bucket="e2e-bucket", Key="cond-mp-new", UploadId=mid,
+                                                      MultipartUpload=listed_parts, **kw)
+check(error_code(complete, IfMatch='"0000"') == ("NoSuchKey", 404), "complete If-Match on a missing key → 404 NoSuchKey")
+complete(IfNoneMatch="*")
+check(s3.get_object(Bucket="e2e-bucket", Key="cond-mp-new")["Body"].read() == b"created", "complete If-None-Match: * creates")
+mid, listed_parts = one_part_upload("cond-mp-new", b"later")
+check(error_code(complete, IfNoneMatch="*")[0] == "PreconditionFailed", "a second create-only completion → 412")
+complete()
+check(s3.get_object(Bucket="e2e-bucket", Key="cond-mp-new")["Body"].read() == b"later",
+      "the refused upload completes later without the condition")
+
 ab = s3.create_multipart_upload(Bucket="e2e-bucket", Key="aborted")["UploadId"]
 s3.abort_multipart_upload(Bucket="e2e-bucket", Key="aborted", UploadId=ab)
 check(error_code(s3.list_parts, Bucket="e2e-bucket", Key="aborted", UploadId=ab)[0] == "NoSuchUpload", "abort")

@@ -526,7 +526,8 @@ async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error>
     x.send_empty().await
 }
 
-/// The conditional-write headers of a PutObject: `If-None-Match: *` (create only) or
+/// The conditional-write headers of a PutObject or CompleteMultipartUpload: `If-None-Match: *`
+/// (create only) or
 /// `If-Match: <etag>` (replace only that version). S3 accepts no other `If-None-Match` value on a
 /// write.
 fn write_condition(h: &Headers) -> Result<WriteCondition, S3Error> {
@@ -868,6 +869,7 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
     let bucket = r.route.bucket.clone();
     let key = r.route.key.clone();
     let upload_id = r.route.query.get("uploadId").unwrap_or_default().to_owned();
+    let condition = write_condition(r.head.headers())?;
     let body = read_small_body(x, r, false).await?;
     let request = CompleteMultipartUpload::parse(&body)?;
     let parts: Vec<CompletedPart> = request
@@ -881,7 +883,7 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
     let info = blocking(|| {
         match shared
             .store
-            .complete_multipart_upload(&bucket, &key, &upload_id, &parts, None)
+            .complete_multipart_upload_if(&bucket, &key, &upload_id, &parts, None, &condition)
         {
             // Completed before (its answer lost on the way): S3 answers the repeat with the
             // same result while the object is the one that completion made.

@@ -6,7 +6,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use brisk_server::store::{
     ChecksumAlgorithm, ChecksumType, CompletedPart, ObjectAttributes, Store, StoreConfig,
-    StoreError, UploadQuery,
+    StoreError, UploadQuery, WriteCondition,
 };
 use tempfile::TempDir;
 
@@ -241,6 +241,57 @@ fn completion_errors() {
     assert!(matches!(
         store.create_multipart_upload("nope", "k", ObjectAttributes::default(), None),
         Err(StoreError::NoSuchBucket(_))
+    ));
+}
+
+#[test]
+fn conditional_completion_checks_the_key_in_its_own_transaction_and_keeps_a_refused_upload() {
+    let (_dir, store) = store();
+    let id = store
+        .create_multipart_upload("bkt", "k", ObjectAttributes::default(), None)
+        .unwrap();
+    let e1 = upload_part(&store, "k", &id, 1, b"assembled");
+    let parts = completed(&[(1, &e1)]);
+    let complete = |condition: &WriteCondition| {
+        store.complete_multipart_upload_if("bkt", "k", &id, &parts, None, condition)
+    };
+    // No object at the key yet: If-Match has nothing to match (S3: 404 NoSuchKey).
+    assert!(matches!(
+        complete(&WriteCondition::IfMatch("\"0000\"".into())),
+        Err(StoreError::NoSuchKey { .. })
+    ));
+    store
+        .put_object("bkt", "k", b"current", new_object("\"current-etag\""))
+        .unwrap();
+    assert!(matches!(
+        complete(&WriteCondition::IfAbsent),
+        Err(StoreError::PreconditionFailed {
+            condition: "If-None-Match"
+        })
+    ));
+    assert!(matches!(
+        complete(&WriteCondition::IfMatch("\"other\"".into())),
+        Err(StoreError::PreconditionFailed {
+            condition: "If-Match"
+        })
+    ));
+    // Each refusal left the object and the upload as they were.
+    assert_eq!(read_object(&store, "bkt", "k"), b"current");
+    assert_eq!(
+        store
+            .list_parts("bkt", "k", &id, 0, 1000)
+            .unwrap()
+            .parts
+            .len(),
+        1
+    );
+    // With the current ETag the completion replaces the object.
+    let info = complete(&WriteCondition::IfMatch("current-etag".into())).unwrap();
+    assert_eq!(info.parts_count(), 1);
+    assert_eq!(read_object(&store, "bkt", "k"), b"assembled");
+    assert!(matches!(
+        store.list_parts("bkt", "k", &id, 0, 1000),
+        Err(StoreError::NoSuchUpload(_))
     ));
 }
 

@@ -617,8 +617,9 @@ impl Inner {
         })
     }
 
-    /// Points `bucket`/`info.key` at `info` (taking a reference to its data file) and drops the
-    /// replaced version's reference; returns the files whose last reference went.
+    /// Whether `condition` holds of the current version of `bucket`/`key`, read inside the write
+    /// transaction `txn` that is about to replace it: `PreconditionFailed`, or `NoSuchKey` for an
+    /// `If-Match` on a missing key.
     fn check_write_condition(
         &self,
         txn: &WriteTransaction,
@@ -647,6 +648,8 @@ impl Inner {
         }
     }
 
+    /// Points `bucket`/`info.key` at `info` (taking a reference to its data file) and drops the
+    /// replaced version's reference; returns the files whose last reference went.
     fn put_record(
         &self,
         txn: &WriteTransaction,

@@ -23,7 +23,7 @@ use super::meta::{
 use super::names;
 use super::pending::{PendingPart, TempFile};
 use super::tables::{self, BUCKETS, DATA_REFS, PARTS, UPLOADS};
-use super::{Inner, Store};
+use super::{Inner, Store, WriteCondition};
 
 /// S3's minimum size of every part but the last: 5 MiB.
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -381,6 +381,30 @@ impl Store {
         parts: &[CompletedPart],
         checksum: Option<Checksum>,
     ) -> Result<ObjectInfo> {
+        self.complete_multipart_upload_if(
+            bucket,
+            key,
+            upload_id,
+            parts,
+            checksum,
+            &WriteCondition::Always,
+        )
+    }
+
+    /// [`complete_multipart_upload`](Self::complete_multipart_upload) that commits only if
+    /// `condition` holds of the key's current version (S3's `If-None-Match: *` and
+    /// `If-Match: <etag>` on CompleteMultipartUpload), checked in the completion's own
+    /// transaction. A refused completion changes nothing: the upload and its parts stay, to be
+    /// completed later.
+    pub fn complete_multipart_upload_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        parts: &[CompletedPart],
+        checksum: Option<Checksum>,
+        condition: &WriteCondition,
+    ) -> Result<ObjectInfo> {
         names::validate_key(key)?;
         if parts.is_empty() {
             return Err(StoreError::NoParts);
@@ -419,6 +443,9 @@ impl Store {
 
         let txn = self.inner.begin_write()?;
         self.inner.require_bucket_in(&txn, bucket)?;
+        // Returning before the commit drops the transaction: the upload is left as it was.
+        self.inner
+            .check_write_condition(&txn, bucket, key, condition)?;
         let object_key = tables::object_key(bucket, key);
         let upload = {
             let mut uploads = txn.open_table(UPLOADS)?;
