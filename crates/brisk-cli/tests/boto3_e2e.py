@@ -285,6 +285,24 @@ for kind, value in expected.items():
           f"{kind}: HeadObject returns {h.get('ChecksumCRC32')} {h.get('ChecksumType')}")
 p2 = s3.get_object(Bucket="e2e-bucket", Key="big", PartNumber=2)
 check(p2["Body"].read() == body[:1234] and p2["PartsCount"] == 2, "GetObject partNumber")
+check(p2["ResponseMetadata"]["HTTPStatusCode"] == 206
+      and p2["ContentRange"] == f"bytes {5 << 20}-{(5 << 20) + 1233}/{(5 << 20) + 1234}", "a part is a 206 with its range")
+check(s3.head_object(Bucket="e2e-bucket", Key="big", PartNumber=1)["PartsCount"] == 2, "HeadObject partNumber: PartsCount")
+check("PartsCount" not in s3.head_object(Bucket="e2e-bucket", Key="big"), "no PartsCount without partNumber, as S3")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key="big", PartNumber=3) == ("InvalidPartNumber", 416),
+      "partNumber past the last part → 416 InvalidPartNumber")
+# partNumber on an object of one PUT: part 1 is the whole object, a 206 with its Content-Range and no
+# PartsCount; part 2 does not exist.
+s3.put_object(Bucket="e2e-bucket", Key="one-part", Body=b"0123456789")
+for op in (s3.get_object, s3.head_object):
+    r = op(Bucket="e2e-bucket", Key="one-part", PartNumber=1)
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 206 and r["ContentRange"] == "bytes 0-9/10"
+          and r["ContentLength"] == 10 and "PartsCount" not in r, f"{op.__name__} partNumber=1 of a single-part object: {r}")
+    check(error_code(op, Bucket="e2e-bucket", Key="one-part", PartNumber=2)[1] == 416,
+          f"{op.__name__} partNumber=2 of a single-part object → 416")
+check(s3.get_object(Bucket="e2e-bucket", Key="one-part", PartNumber=1)["Body"].read() == b"0123456789", "part 1 is the object")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key="one-part", PartNumber=2)[0] == "InvalidPartNumber",
+      "and its code is InvalidPartNumber")
 
 # SHA-1 multipart checksums (composite, as S3 defines them for SHA-1), and parts refused for a wrong
 # checksum, which leave nothing behind.

@@ -20,8 +20,8 @@ use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
     Precondition, RangeRequest, attributes_from, check_preconditions, copy_source_refused,
-    parse_copy_source, store_algorithm, wire_algorithm, wire_checksum_type, write_checksum_fields,
-    write_object_fields,
+    parse_copy_source, part_span, store_algorithm, wire_algorithm, wire_checksum_type,
+    write_checksum_fields, write_object_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -599,12 +599,7 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
     let plan = |info: &ObjectInfo| -> Result<_, S3Error> {
         let precondition = check_preconditions(h, info)?;
         let range = if let Some(n) = part_number {
-            Some(info.part_range(n).ok_or_else(|| {
-                S3Error::new(
-                    S3ErrorCode::InvalidPartNumber,
-                    "The requested partnumber is not satisfiable",
-                )
-            })?)
+            Some(part_span(info, n)?)
         } else {
             match h.get_str("range").and_then(RangeRequest::parse) {
                 Some(range) => Some(range.resolve(info.size)?),
@@ -638,9 +633,12 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
         );
         return x.send_head_only().await;
     }
+    // A part (or range) is a 206 with its Content-Range, even when it is the whole object, as S3
+    // answers `partNumber=1` of a single-part object; an empty one (the part of an empty object)
+    // has no range to name and is a 200.
     let (status, span) = match range {
-        Some(span) => (206, span),
-        None => (200, 0..info.size),
+        Some(span) if !span.is_empty() => (206, span),
+        _ => (200, 0..info.size),
     };
     x.begin(status, r.request_id);
     let out = x.headers();
@@ -653,12 +651,9 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
             &format!("bytes {}-{}/{}", span.start, span.end - 1, info.size),
         );
     }
-    if part_number.is_some() || !info.parts.is_empty() {
-        set(
-            out,
-            "x-amz-mp-parts-count",
-            &info.parts_count().max(1).to_string(),
-        );
+    // S3 sends the part count only when asked for a part of a multipart object.
+    if part_number.is_some() && !info.parts.is_empty() {
+        set(out, "x-amz-mp-parts-count", &info.parts_count().to_string());
     }
     if h.get_str("x-amz-checksum-mode")
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("ENABLED"))

@@ -212,6 +212,18 @@ impl RangeRequest {
     }
 }
 
+/// The byte range a GET or HEAD with `partNumber=n` serves, as S3 answers it: an object made by a
+/// single PUT is one part, the whole object; a part number past the last is
+/// `416 InvalidPartNumber`.
+pub fn part_span(info: &ObjectInfo, n: u32) -> Result<std::ops::Range<u64>, S3Error> {
+    info.part_range(n).ok_or_else(|| {
+        S3Error::new(
+            S3ErrorCode::InvalidPartNumber,
+            "The requested partnumber is not satisfiable",
+        )
+    })
+}
+
 /// What the conditional fields of a GET or HEAD decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precondition {

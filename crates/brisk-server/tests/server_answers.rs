@@ -1,5 +1,6 @@
 //! S3's answers, checked over a socket with hand-built requests (no client library between):
-//! SHA-1 checksums, and part checksums in ListParts.
+//! `partNumber` on single-part and multipart objects, SHA-1 checksums, and part checksums in
+//! ListParts.
 
 mod http_support;
 
@@ -44,6 +45,83 @@ fn text_between<'a>(doc: &'a str, open: &str, close: &str) -> &'a str {
 fn sha1_b64(data: &[u8]) -> String {
     use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
     Checksummer::checksum(ChecksumAlgorithm::Sha1, data).to_base64()
+}
+
+#[test]
+fn part_numbers_of_single_part_and_multipart_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let server = http_support::start(&runtime, dir.path());
+    let mut c = Client::connect(server.local_addr());
+    assert_eq!(c.request("PUT", "/parts", b"").0.status, 200);
+    assert_eq!(c.request("PUT", "/parts/one", b"hello").0.status, 200);
+
+    // A single-part object is one part, the whole object: 206 with its Content-Range, and no
+    // part count (S3 sends it only for multipart objects).
+    for method in ["GET", "HEAD"] {
+        let (r, body) = send(&mut c, method, "/parts/one?partNumber=1", &[], b"");
+        assert_eq!(r.status, 206, "{method}: {}", r.head);
+        assert_eq!(field(&r, "content-range"), Some("bytes 0-4/5"));
+        assert_eq!(field(&r, "x-amz-mp-parts-count"), None, "{}", r.head);
+        assert_eq!(r.content_length, 5);
+        if method == "GET" {
+            assert_eq!(body, b"hello");
+        }
+        let (r, body) = send(&mut c, method, "/parts/one?partNumber=2", &[], b"");
+        assert_eq!(r.status, 416, "{}", r.head);
+        if method == "GET" {
+            assert!(String::from_utf8_lossy(&body).contains("<Code>InvalidPartNumber</Code>"));
+        }
+    }
+    // The one part of an empty object has no range to name.
+    assert_eq!(c.request("PUT", "/parts/empty", b"").0.status, 200);
+    let (r, _) = c.request("GET", "/parts/empty?partNumber=1", b"");
+    assert_eq!((r.status, r.content_length), (200, 0), "{}", r.head);
+    assert_eq!(field(&r, "content-range"), None);
+
+    // A multipart object: the part and the part count, the count only when a part is asked for.
+    let (r, doc) = c.request("POST", "/parts/multi?uploads", b"");
+    assert_eq!(r.status, 200);
+    let doc = String::from_utf8(doc).unwrap();
+    let id = text_between(&doc, "<UploadId>", "</UploadId>").to_owned();
+    let part1 = vec![b'1'; 5 << 20];
+    let mut etags = Vec::new();
+    for (n, body) in [(1, &part1[..]), (2, b"second part".as_slice())] {
+        let (r, _) = c.request(
+            "PUT",
+            &format!("/parts/multi?partNumber={n}&uploadId={id}"),
+            body,
+        );
+        assert_eq!(r.status, 200, "{}", r.head);
+        etags.push(field(&r, "etag").unwrap().to_owned());
+    }
+    let complete = format!(
+        "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{}</ETag></Part>\
+         <Part><PartNumber>2</PartNumber><ETag>{}</ETag></Part></CompleteMultipartUpload>",
+        etags[0], etags[1]
+    );
+    let (r, _) = c.request(
+        "POST",
+        &format!("/parts/multi?uploadId={id}"),
+        complete.as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.head);
+    let (r, body) = c.request("GET", "/parts/multi?partNumber=2", b"");
+    assert_eq!(r.status, 206);
+    assert_eq!(body, b"second part");
+    let size = part1.len() + 11;
+    assert_eq!(
+        field(&r, "content-range"),
+        Some(format!("bytes {}-{}/{size}", part1.len(), size - 1).as_str())
+    );
+    assert_eq!(field(&r, "x-amz-mp-parts-count"), Some("2"));
+    let (r, _) = send(&mut c, "HEAD", "/parts/multi", &[], b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(field(&r, "x-amz-mp-parts-count"), None, "{}", r.head);
+    let (r, _) = send(&mut c, "HEAD", "/parts/multi?partNumber=3", &[], b"");
+    assert_eq!(r.status, 416);
+    drop(c);
+    runtime.block_on(server.shutdown());
 }
 
 #[test]
