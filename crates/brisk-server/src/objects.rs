@@ -105,15 +105,35 @@ pub fn write_object_fields(h: &mut Headers, info: &ObjectInfo, query: &Query) {
         let value = query.get(override_name).or(stored);
         match (name, value) {
             (_, Some(v)) => {
-                let _ = h.set(name, v);
+                let _ = h.set(name, header_value(v).as_ref());
             }
             ("content-type", None) => set(h, name, "binary/octet-stream"),
             _ => {}
         }
     }
     for (name, value) in &a.user_metadata {
-        let _ = h.append(&format!("{USER_METADATA_PREFIX}{name}"), value);
+        let _ = h.append(
+            &format!("{USER_METADATA_PREFIX}{name}"),
+            header_value(value).as_ref(),
+        );
     }
+}
+
+/// A stored value as a response field carries it. Printable ASCII goes as it is; anything else
+/// (a non-ASCII character, a control character) makes the whole value one RFC 2047 encoded word,
+/// `=?UTF-8?B?<base64 of the UTF-8 bytes>?=`, as S3 returns user metadata holding non-ASCII
+/// characters. A response thus never carries raw non-ASCII bytes, which HTTP clients read as
+/// Latin-1 (botocore, `http.client`) or refuse.
+pub fn header_value(value: &str) -> std::borrow::Cow<'_, str> {
+    use base64::Engine as _;
+    let plain = |b: u8| b == b'\t' || (b' '..=b'~').contains(&b);
+    if value.bytes().all(plain) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut out = String::from("=?UTF-8?B?");
+    base64::engine::general_purpose::STANDARD.encode_string(value, &mut out);
+    out.push_str("?=");
+    std::borrow::Cow::Owned(out)
 }
 
 /// Writes the stored checksum (`x-amz-checksum-*` and `x-amz-checksum-type`) when the client asked
@@ -391,6 +411,17 @@ mod tests {
             ("b".to_owned(), "k".to_owned())
         );
         assert!(parse_copy_source("b").is_err());
+    }
+
+    #[test]
+    fn non_ascii_values_are_rfc_2047_encoded_words() {
+        assert_eq!(header_value("plain ascii, 1=2"), "plain ascii, 1=2");
+        // "café" is 63 61 66 c3 a9 in UTF-8 (checked with Python's email.header).
+        assert_eq!(header_value("café"), "=?UTF-8?B?Y2Fmw6k=?=");
+        assert_eq!(header_value("日本"), "=?UTF-8?B?5pel5pys?=");
+        assert_eq!(header_value("a\u{1}b"), "=?UTF-8?B?YQFi?=");
+        // An encoded word the client sent itself is ASCII and goes back as it came.
+        assert_eq!(header_value("=?UTF-8?B?Y2Fmw6k=?="), "=?UTF-8?B?Y2Fmw6k=?=");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! S3's answers, checked over a socket with hand-built requests (no client library between):
-//! `partNumber` on single-part and multipart objects, SHA-1 checksums, and part checksums in
-//! ListParts.
+//! `partNumber` on single-part and multipart objects, user metadata with non-ASCII characters,
+//! SHA-1 checksums, and part checksums in ListParts.
 
 mod http_support;
 
+use base64::Engine as _;
 use http_support::{Client, Response};
 
 /// Sends `method path` with `headers` (raw bytes: a value may hold UTF-8) and `body`.
@@ -120,6 +121,44 @@ fn part_numbers_of_single_part_and_multipart_objects() {
     assert_eq!(field(&r, "x-amz-mp-parts-count"), None, "{}", r.head);
     let (r, _) = send(&mut c, "HEAD", "/parts/multi?partNumber=3", &[], b"");
     assert_eq!(r.status, 416);
+    drop(c);
+    runtime.block_on(server.shutdown());
+}
+
+#[test]
+fn non_ascii_metadata_comes_back_as_rfc_2047_encoded_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let server = http_support::start(&runtime, dir.path());
+    let mut c = Client::connect(server.local_addr());
+    assert_eq!(c.request("PUT", "/meta", b"").0.status, 200);
+    let headers: [(&str, &[u8]); 3] = [
+        ("x-amz-meta-city", "Zürich".as_bytes()),
+        ("x-amz-meta-plain", b"ascii only"),
+        (
+            "Content-Disposition",
+            "attachment; filename=\"café.txt\"".as_bytes(),
+        ),
+    ];
+    let (r, _) = send(&mut c, "PUT", "/meta/k", &headers, b"body");
+    assert_eq!(r.status, 200, "{}", r.head);
+    for method in ["GET", "HEAD"] {
+        let (r, _) = send(&mut c, method, "/meta/k", &[], b"");
+        assert_eq!(r.status, 200);
+        assert!(r.head.is_ascii(), "raw non-ASCII bytes in {:?}", r.head);
+        let word = |s: &str| {
+            format!(
+                "=?UTF-8?B?{}?=",
+                base64::engine::general_purpose::STANDARD.encode(s)
+            )
+        };
+        assert_eq!(field(&r, "x-amz-meta-city"), Some(word("Zürich").as_str()));
+        assert_eq!(field(&r, "x-amz-meta-plain"), Some("ascii only"));
+        assert_eq!(
+            field(&r, "content-disposition"),
+            Some(word("attachment; filename=\"café.txt\"").as_str())
+        );
+    }
     drop(c);
     runtime.block_on(server.shutdown());
 }
