@@ -332,6 +332,19 @@ check(error_code(s3.upload_part, Bucket="e2e-bucket", Key="mp-bad-crc", UploadId
 check(s3.list_parts(Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid).get("Parts", []) == [], "and stores no part")
 s3.abort_multipart_upload(Bucket="e2e-bucket", Key="mp-bad-crc", UploadId=mid)
 
+# A part sent again replaces the first: ListParts and the completed object show the last one.
+mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key="resent")["UploadId"]
+first = s3.upload_part(Bucket="e2e-bucket", Key="resent", UploadId=mid, PartNumber=1, Body=b"first body")["ETag"]
+second = s3.upload_part(Bucket="e2e-bucket", Key="resent", UploadId=mid, PartNumber=1, Body=b"second, longer body")["ETag"]
+parts = s3.list_parts(Bucket="e2e-bucket", Key="resent", UploadId=mid)["Parts"]
+check([(p["PartNumber"], p["ETag"], p["Size"]) for p in parts] == [(1, second, 19)], f"ListParts after a re-sent part: {parts}")
+check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key="resent", UploadId=mid,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": first}]})[0] == "InvalidPart",
+      "the replaced part's ETag is InvalidPart")
+s3.complete_multipart_upload(Bucket="e2e-bucket", Key="resent", UploadId=mid,
+                             MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": second}]})
+check(s3.get_object(Bucket="e2e-bucket", Key="resent")["Body"].read() == b"second, longer body", "the last part sent wins")
+
 # Conditional CompleteMultipartUpload: If-None-Match: * and If-Match: <etag>, checked when the
 # upload completes. A refused completion leaves the object and the upload as they were.
 def one_part_upload(key, data):
@@ -361,7 +374,6 @@ check(error_code(complete, IfNoneMatch="*")[0] == "PreconditionFailed", "a secon
 complete()
 check(s3.get_object(Bucket="e2e-bucket", Key="cond-mp-new")["Body"].read() == b"later",
       "the refused upload completes later without the condition")
-
 ab = s3.create_multipart_upload(Bucket="e2e-bucket", Key="aborted")["UploadId"]
 s3.abort_multipart_upload(Bucket="e2e-bucket", Key="aborted", UploadId=ab)
 check(error_code(s3.list_parts, Bucket="e2e-bucket", Key="aborted", UploadId=ab)[0] == "NoSuchUpload", "abort")
