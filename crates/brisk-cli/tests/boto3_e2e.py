@@ -16,6 +16,7 @@ import zlib
 
 import boto3
 from botocore.config import Config
+import botocore.handlers
 from botocore.exceptions import ClientError, MissingDependencyException, ParamValidationError
 
 endpoint, access_key, secret_key, workdir = sys.argv[1:5]
@@ -502,6 +503,16 @@ encoded = email.header.Header("Zürich", "utf-8").encode()
 s3.put_object(Bucket="e2e-bucket", Key="meta-2047", Body=b"x", Metadata={"city": encoded})
 check(s3.get_object(Bucket="e2e-bucket", Key="meta-2047")["Metadata"] == {"city": encoded},
       "metadata encoded by the client round-trips as sent")
+
+# Keys with characters XML 1.0 cannot carry, listed without encoding-type=url (which boto3 always
+# asks for, so its handler is taken out here): a 400 naming the character, a decided difference
+# (docs/server.md).
+raw_lister = client()
+raw_lister.meta.events.unregister("before-parameter-build.s3.ListObjectsV2",
+                                  botocore.handlers.set_list_objects_encoding_type_url)
+code, status = error_code(raw_lister.list_objects_v2, Bucket="e2e-other", Prefix="ctl")
+check((code, status) == ("InvalidArgument", 400), f"listing a control-character key unencoded: {code} {status}")
+check(raw_lister.list_objects_v2(Bucket="e2e-other", Prefix="list/")["KeyCount"] == 1, "other listings work unencoded")
 
 # Bad signature
 bad = client(secret="not-the-secret")
