@@ -66,3 +66,26 @@ fn debug_says_whether_a_download_is_checked_and_shows_retries() {
     let retries = stderr(&failed).matches("retrying request").count();
     assert!(retries >= 1, "{}", stderr(&failed));
 }
+
+#[test]
+fn the_server_emits_a_request_event_with_rust_log_even_with_the_access_log_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("stderr");
+    let file = std::fs::File::create(&events).unwrap();
+    let server = ServeProcess::start_wrapped(
+        &["env", "RUST_LOG=brisk_server=debug"],
+        &dir.path().join("data"),
+        &[],
+        file.into(),
+    );
+    let missing = brisk(server.url.as_str(), &["ls", "s3://no-such-bucket/some/key"]);
+    assert!(!missing.status.success());
+    drop(server);
+    let text = std::fs::read_to_string(&events).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("request served") && l.contains("NoSuchBucket"))
+        .unwrap_or_else(|| panic!("no request event for the failed listing in:\n{text}"));
+    assert!(line.contains("bucket=\"no-such-bucket\""), "{line}");
+    assert!(line.contains("status=404"), "{line}");
+}

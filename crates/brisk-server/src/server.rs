@@ -374,7 +374,10 @@ async fn serve_request(
     );
     names.bucket.clear();
     names.key.clear();
-    if let (Ok(route), true) = (&route, shared.access_log.enabled()) {
+    // The names are copied only for someone who reads them: the access log, or a `tracing`
+    // subscriber listening for this module's request events.
+    let wanted = shared.access_log.enabled() || tracing::enabled!(tracing::Level::DEBUG);
+    if let (Ok(route), true) = (&route, wanted) {
         names.bucket.push_str(&route.bucket);
         names.key.push_str(&route.key);
     }
@@ -412,6 +415,19 @@ fn log_request(
     (time, started): (SystemTime, Instant),
     error: Option<&S3Error>,
 ) {
+    // The request's end as a `tracing` event too, for an embedding program's own subscriber
+    // (`brisk serve` shows it with `RUST_LOG=brisk_server=debug`); free when nothing listens.
+    tracing::debug!(
+        request_id,
+        %peer,
+        method = head.method(),
+        bucket = names.bucket.as_str(),
+        key = names.key.as_str(),
+        status = error.map_or_else(|| x.response.status(), |e| e.status),
+        error_code = error.map(|e| e.code.as_str()),
+        duration_us = started.elapsed().as_micros() as u64,
+        "request served"
+    );
     if !shared.access_log.enabled() {
         // A server error is never silent: with the access log off, it still gets one line on
         // stderr, so an operator who turned the log off for speed hears about a full disk.
