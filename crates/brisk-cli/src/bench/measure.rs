@@ -11,15 +11,17 @@ use std::time::Instant;
 use super::procfs::Process;
 
 /// One measured run of a region of code in one process.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Sample {
     /// Wall-clock seconds.
     pub seconds: f64,
     /// User + system CPU seconds of the process over the region.
     pub cpu_seconds: f64,
     /// Resident set at the start, bytes.
+    #[serde(rename = "rss_before_bytes")]
     pub rss_before: u64,
     /// Peak resident set during the region, bytes.
+    #[serde(rename = "peak_rss_bytes")]
     pub peak_rss: u64,
 }
 
@@ -63,8 +65,8 @@ impl Probe {
     }
 }
 
-/// Median, smallest and largest of repeated figures.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Median, smallest and largest of repeated figures (in JSON: `{"median", "min", "max"}`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Stats {
     pub median: f64,
     pub min: f64,

@@ -443,12 +443,7 @@ impl RandomReport {
             "command": self.command,
             "endpoint": self.endpoint,
             "server": self.server.as_ref().map(ServerSettings::to_json),
-            "machine": {
-                "cpu": self.machine.cpu,
-                "cores": self.machine.cores,
-                "memory_bytes": self.machine.memory_bytes,
-                "kernel": self.machine.kernel,
-            },
+            "machine": self.machine,
             "bucket": self.bucket,
             "key": self.key,
             "object_size": self.object_size,
@@ -507,13 +502,8 @@ impl RandomReport {
              <title>brisk bench random</title><style>{STYLE}</style></head><body>\n\
              <h1>brisk bench random</h1>\n<p class=\"sub\">{}</p>\n",
             escape(&format!(
-                "brisk {} · {} · {} cores · {} RAM · Linux {} · random aligned reads of a {} \
-                 object, {:.1} s per point",
-                env!("CARGO_PKG_VERSION"),
-                self.machine.cpu,
-                self.machine.cores,
-                human(self.machine.memory_bytes),
-                self.machine.kernel,
+                "{} · random aligned reads of a {} object, {:.1} s per point",
+                self.machine.describe(),
                 human(self.object_size),
                 self.duration.as_secs_f64()
             ))

@@ -13,8 +13,8 @@ use crate::size::human;
 /// The file `--report DIR` writes.
 pub const REPORT_FILE: &str = "index.html";
 
-/// The machine the figures come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The machine the figures come from (the `machine` object of every JSON document).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Machine {
     pub cpu: String,
     pub cores: usize,
@@ -52,6 +52,55 @@ impl Machine {
             kernel: read("/proc/sys/kernel/osrelease").trim().to_owned(),
         }
     }
+
+    /// The page subtitle's start: `brisk VERSION · CPU · N cores · RAM · Linux KERNEL`.
+    pub fn describe(&self) -> String {
+        format!(
+            "brisk {} · {} · {} cores · {} RAM · Linux {}",
+            env!("CARGO_PKG_VERSION"),
+            self.cpu,
+            self.cores,
+            human(self.memory_bytes),
+            self.kernel
+        )
+    }
+}
+
+/// One case's figures, computed once and shown three ways: the printed table, the HTML table and
+/// the JSON document.
+#[derive(Debug, Clone, serde::Serialize)]
+struct CaseRow<'a> {
+    case: &'static str,
+    label: &'a str,
+    bytes: u64,
+    runs: usize,
+    gib_per_s: Option<Stats>,
+    fraction_of_loopback: Option<f64>,
+    cpu_s_per_gib: Option<Stats>,
+    peak_rss_bytes: Option<Stats>,
+    rss_growth_bytes: Option<Stats>,
+    amplification: Option<Stats>,
+}
+
+impl<'a> CaseRow<'a> {
+    fn new(report: &Report, case: &'a CaseResult) -> Self {
+        Self {
+            case: case.kind.name(),
+            label: &case.label,
+            bytes: case.bytes,
+            runs: case.samples.len(),
+            gib_per_s: case.gib_per_s(),
+            fraction_of_loopback: report.fraction_of_loopback(case),
+            cpu_s_per_gib: case.cpu_s_per_gib(),
+            peak_rss_bytes: case.peak_rss(),
+            rss_growth_bytes: case.rss_growth(),
+            amplification: case.amplification(),
+        }
+    }
+}
+
+fn median(s: Option<Stats>) -> Option<f64> {
+    s.map(|s| s.median)
 }
 
 /// Everything one run found.
@@ -97,17 +146,17 @@ impl Report {
             "case", "GiB/s", "of loopback", "CPU s/GiB", "peak RSS", "RSS growth", "growth/size"
         );
         for case in &self.cases {
-            let median = |s: Option<Stats>| s.map(|s| s.median);
+            let row = CaseRow::new(self, case);
             let _ = writeln!(
                 out,
                 "{:<24} {:>8} {:>12} {:>10} {:>11} {:>11} {:>9}",
-                case.label,
-                fixed(median(case.gib_per_s()), 2),
-                percent(self.fraction_of_loopback(case)),
-                fixed(median(case.cpu_s_per_gib()), 2),
-                bytes(median(case.peak_rss())),
-                bytes(median(case.rss_growth())),
-                fixed(median(case.amplification()), 3),
+                row.label,
+                fixed(median(row.gib_per_s), 2),
+                percent(row.fraction_of_loopback),
+                fixed(median(row.cpu_s_per_gib), 2),
+                bytes(median(row.peak_rss_bytes)),
+                bytes(median(row.rss_growth_bytes)),
+                fixed(median(row.amplification), 3),
             );
         }
         for case in self.cases.iter().filter(|c| !c.random.is_empty()) {
@@ -136,33 +185,14 @@ impl Report {
 
     /// The JSON document of `--json` and `--json-file`.
     pub fn to_json(&self) -> Value {
-        let stats = |s: Option<Stats>| match s {
-            Some(s) => json!({"median": s.median, "min": s.min, "max": s.max}),
-            None => Value::Null,
-        };
         let cases: Vec<Value> = self
             .cases
             .iter()
             .map(|c| {
-                json!({
-                    "case": c.kind.name(),
-                    "label": c.label,
-                    "bytes": c.bytes,
-                    "runs": c.samples.len(),
-                    "gib_per_s": stats(c.gib_per_s()),
-                    "fraction_of_loopback": self.fraction_of_loopback(c),
-                    "cpu_s_per_gib": stats(c.cpu_s_per_gib()),
-                    "peak_rss_bytes": stats(c.peak_rss()),
-                    "rss_growth_bytes": stats(c.rss_growth()),
-                    "amplification": stats(c.amplification()),
-                    "random": random_json(c),
-                    "samples": c.samples.iter().map(|s| json!({
-                        "seconds": s.seconds,
-                        "cpu_seconds": s.cpu_seconds,
-                        "rss_before_bytes": s.rss_before,
-                        "peak_rss_bytes": s.peak_rss,
-                    })).collect::<Vec<_>>(),
-                })
+                let mut v = serde_json::to_value(CaseRow::new(self, c)).unwrap_or(Value::Null);
+                v["random"] = random_json(c);
+                v["samples"] = serde_json::to_value(&c.samples).unwrap_or(Value::Null);
+                v
             })
             .collect();
         json!({
@@ -170,12 +200,7 @@ impl Report {
             "command": self.command,
             "endpoint": self.endpoint,
             "server": self.server.as_ref().map(ServerSettings::to_json),
-            "machine": {
-                "cpu": self.machine.cpu,
-                "cores": self.machine.cores,
-                "memory_bytes": self.machine.memory_bytes,
-                "kernel": self.machine.kernel,
-            },
+            "machine": self.machine,
             "repeat": self.repeat,
             "part_size": self.part_size,
             "concurrency": self.concurrency,
@@ -226,12 +251,8 @@ impl Report {
              <title>brisk bench</title><style>{STYLE}</style></head><body>\n\
              <h1>brisk bench</h1>\n<p class=\"sub\">{}</p>\n",
             escape(&format!(
-                "brisk {} · {} · {} cores · {} RAM · Linux {} · median of {} run(s)",
-                env!("CARGO_PKG_VERSION"),
-                self.machine.cpu,
-                self.machine.cores,
-                human(self.machine.memory_bytes),
-                self.machine.kernel,
+                "{} · median of {} run(s)",
+                self.machine.describe(),
                 self.repeat
             ))
         );
@@ -283,24 +304,25 @@ impl Report {
              <th>of loopback</th><th>CPU s/GiB</th><th>peak RSS</th><th>RSS growth</th>\
              <th>growth / size</th></tr>\n",
         );
+        let range = |s: Option<Stats>, digits: usize| match s {
+            Some(s) => format!(
+                "{:.digits$} ({:.digits$}–{:.digits$})",
+                s.median, s.min, s.max
+            ),
+            None => "–".to_owned(),
+        };
         for c in &self.cases {
-            let range = |s: Option<Stats>, digits: usize| match s {
-                Some(s) => format!(
-                    "{:.digits$} ({:.digits$}–{:.digits$})",
-                    s.median, s.min, s.max
-                ),
-                None => "–".to_owned(),
-            };
+            let row = CaseRow::new(self, c);
             let _ = writeln!(
                 t,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&c.label),
-                range(c.gib_per_s(), 2),
-                percent(self.fraction_of_loopback(c)),
-                range(c.cpu_s_per_gib(), 2),
-                bytes(c.peak_rss().map(|s| s.median)),
-                bytes(c.rss_growth().map(|s| s.median)),
-                range(c.amplification(), 3),
+                escape(row.label),
+                range(row.gib_per_s, 2),
+                percent(row.fraction_of_loopback),
+                range(row.cpu_s_per_gib, 2),
+                bytes(median(row.peak_rss_bytes)),
+                bytes(median(row.rss_growth_bytes)),
+                range(row.amplification, 3),
             );
         }
         t.push_str("</table>\n");
