@@ -19,75 +19,11 @@ mod support;
 use std::time::Duration;
 
 use brisk_mem::{MAPPED_MIN_LEN, MemoryBudget};
+use brisk_testkit::alloc::{CountingAllocator, count_future};
 use support::{bounded, builder, client, new_bucket, pattern};
 
-#[allow(unsafe_code)]
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        static TRACKING: Cell<bool> = const { Cell::new(false) };
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-        static BYTES: Cell<u64> = const { Cell::new(0) };
-    }
-
-    /// Forwards to the system allocator and counts, on the current thread, the allocations (zeroed
-    /// ones and reallocations included) made while tracking is on.
-    pub struct CountingAllocator;
-
-    fn record(size: usize) {
-        // `try_with`: during thread teardown the thread-locals may be gone. The cells have no
-        // destructor, so reading them never allocates.
-        let _ = TRACKING.try_with(|tracking| {
-            if tracking.get() {
-                ALLOCATIONS.with(|n| n.set(n.get() + 1));
-                BYTES.with(|n| n.set(n.get() + size as u64));
-            }
-        });
-    }
-
-    // SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-    // `GlobalAlloc` contract; the bookkeeping only touches thread-local `Cell`s without destructors,
-    // which neither allocate nor unwind.
-    unsafe impl GlobalAlloc for CountingAllocator {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            record(layout.size());
-            // SAFETY: the caller's layout is passed through unchanged.
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            record(layout.size());
-            // SAFETY: as above; forwarding keeps calloc's untouched zero pages.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` was allocated by `System` with this layout.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            record(new_size);
-            // SAFETY: `ptr` was allocated by `System` with `layout`; the new size is the caller's.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    /// Runs `future` with counting on; returns its output, the allocations and the bytes allocated.
-    pub async fn count<F: std::future::Future>(future: F) -> (F::Output, u64, u64) {
-        ALLOCATIONS.with(|n| n.set(0));
-        BYTES.with(|n| n.set(0));
-        TRACKING.with(|t| t.set(true));
-        let output = future.await;
-        TRACKING.with(|t| t.set(false));
-        (output, ALLOCATIONS.with(Cell::get), BYTES.with(Cell::get))
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: counting::CountingAllocator = counting::CountingAllocator;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const MIB: usize = 1024 * 1024;
 
@@ -115,17 +51,17 @@ async fn read_paths_allocate_per_request_not_per_byte() {
 
         let mut get_into = Vec::new();
         for (key, len) in objects {
-            let (n, allocations, bytes) = counting::count(c.get_into(&bucket, key, &mut dst)).await;
+            let (n, counts) = count_future(c.get_into(&bucket, key, &mut dst)).await;
             assert_eq!(n.unwrap(), len);
-            get_into.push((len, allocations, bytes));
+            get_into.push((len, counts.allocations, counts.bytes));
         }
         let mut get_bytes = Vec::new();
         for (key, len) in &objects {
-            let (buf, allocations, bytes) = counting::count(c.get_bytes(&bucket, key)).await;
+            let (buf, counts) = count_future(c.get_bytes(&bucket, key)).await;
             let buf = buf.unwrap();
             assert_eq!(buf.len(), *len);
             assert_eq!(buf.is_mapped(), *len >= MAPPED_MIN_LEN);
-            get_bytes.push((*len, allocations, bytes));
+            get_bytes.push((*len, counts.allocations, counts.bytes));
         }
         println!("get_into  (object bytes, allocations, bytes allocated): {get_into:?}");
         println!("get_bytes (object bytes, allocations, bytes allocated): {get_bytes:?}");

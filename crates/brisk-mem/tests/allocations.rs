@@ -1,6 +1,6 @@
 //! Counts heap allocations made by the memory layer itself, with a counting global allocator.
 //!
-//! Counting is per thread and only inside [`counting::count`], so tests running in parallel (and the
+//! Counting is per thread and only inside [`count`], so tests running in parallel (and the
 //! test harness) do not disturb each other's numbers. Every future here completes at its first poll and
 //! is polled on the test's own thread with a no-op waker, so no runtime allocates behind the count.
 
@@ -10,92 +10,10 @@ use std::task::{Context, Poll, Waker};
 
 use brisk_mem::{BufferPool, ExactBuf, MAPPED_MIN_LEN, MemoryBudget, PooledBlock, SIZE_CLASSES};
 
-#[allow(unsafe_code)]
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        static TRACKING: Cell<bool> = const { Cell::new(false) };
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-        static BYTES: Cell<u64> = const { Cell::new(0) };
-        static LARGEST: Cell<usize> = const { Cell::new(0) };
-    }
-
-    /// Forwards to the system allocator and counts, on the current thread, the allocations (including
-    /// zeroed ones and reallocations) made while tracking is on.
-    pub struct CountingAllocator;
-
-    fn record(size: usize) {
-        // `try_with`: during thread teardown the thread-locals may be gone; those allocations are not
-        // the test's. The cells have no destructor, so reading them never allocates.
-        let _ = TRACKING.try_with(|tracking| {
-            if tracking.get() {
-                ALLOCATIONS.with(|n| n.set(n.get() + 1));
-                BYTES.with(|n| n.set(n.get() + size as u64));
-                LARGEST.with(|n| n.set(n.get().max(size)));
-            }
-        });
-    }
-
-    // SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-    // `GlobalAlloc` contract; the bookkeeping only touches thread-local `Cell`s without destructors,
-    // which neither allocate nor unwind.
-    unsafe impl GlobalAlloc for CountingAllocator {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            record(layout.size());
-            // SAFETY: the caller's layout is passed through unchanged.
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            record(layout.size());
-            // SAFETY: as above. Forwarding (instead of the default alloc + memset) keeps calloc's fresh
-            // zero pages untouched, as in a program without this allocator.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` was allocated by `System` with this layout (every path above forwards).
-            unsafe { System.dealloc(ptr, layout) }
-        }
-
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            record(new_size);
-            // SAFETY: as for `dealloc`; `new_size` comes from the caller unchanged.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    /// What [`count`] saw.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Counts {
-        pub allocations: u64,
-        pub bytes: u64,
-        pub largest: usize,
-    }
-
-    /// Run `f` and count the allocations it makes on this thread.
-    pub fn count<R>(f: impl FnOnce() -> R) -> (R, Counts) {
-        ALLOCATIONS.with(|n| n.set(0));
-        BYTES.with(|n| n.set(0));
-        LARGEST.with(|n| n.set(0));
-        TRACKING.with(|t| t.set(true));
-        let result = f();
-        TRACKING.with(|t| t.set(false));
-        let counts = Counts {
-            allocations: ALLOCATIONS.with(Cell::get),
-            bytes: BYTES.with(Cell::get),
-            largest: LARGEST.with(Cell::get),
-        };
-        (result, counts)
-    }
-}
+use brisk_testkit::alloc::{CountingAllocator, count};
 
 #[global_allocator]
-static ALLOCATOR: counting::CountingAllocator = counting::CountingAllocator;
-
-use counting::count;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;

@@ -6,37 +6,9 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use brisk_server::store::{ListQuery, Store, StoreConfig};
+use brisk_testkit::alloc::{CountingAllocator, Window};
 use common::new_object;
-
-/// Wraps the system allocator and tracks live bytes and their peak.
-struct CountingAllocator;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; only counters are added.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's layout, forwarded unchanged.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -78,8 +50,7 @@ fn peak_while_listing(count: usize) -> usize {
         .len();
     eprintln!("{count} keys: metadata database is {index_bytes} bytes");
 
-    let baseline = LIVE.load(Ordering::Relaxed);
-    PEAK.store(baseline, Ordering::Relaxed);
+    let window = Window::process();
 
     let mut listed = 0;
     let mut query = ListQuery::default();
@@ -105,7 +76,7 @@ fn peak_while_listing(count: usize) -> usize {
         count.min(100)
     );
 
-    PEAK.load(Ordering::Relaxed) - baseline
+    window.stop().peak as usize
 }
 
 #[test]

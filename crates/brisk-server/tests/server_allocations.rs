@@ -4,48 +4,25 @@
 
 mod http_support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
+use brisk_testkit::alloc::{CountingAllocator, Window};
 use http_support::Client;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; only a counter is added.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller's layout, forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// Counted process-wide: the server allocates on its runtime's workers, not on the test's thread.
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// Allocations of one PUT plus one GET of `size` bytes on a warm connection.
 fn put_get(client: &mut Client, size: u64, pattern: &[u8]) -> u64 {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let window = Window::process();
     client.send("PUT", "/alloc-bucket/object", size, pattern);
     let put = client.receive("PUT", |_| {});
     assert_eq!(put.status, 200, "{}", put.head);
     client.send("GET", "/alloc-bucket/object", 0, &[]);
     let mut received = 0u64;
     let get = client.receive("GET", |d| received += d.len() as u64);
+    let allocations = window.stop().allocations;
     assert_eq!((get.status, received), (200, size), "{}", get.head);
-    ALLOCATIONS.load(Ordering::SeqCst) - before
+    allocations
 }
 
 #[test]
@@ -136,11 +113,12 @@ fn ranged_get(client: &mut Client, key: &str) -> u64 {
     );
     (0..5)
         .map(|_| {
-            let before = ALLOCATIONS.load(Ordering::SeqCst);
+            let window = Window::process();
             client.send_raw(request.as_bytes());
             let r = client.receive("GET", |_| {});
+            let allocations = window.stop().allocations;
             assert_eq!(r.status, 206, "{}", r.head);
-            ALLOCATIONS.load(Ordering::SeqCst) - before
+            allocations
         })
         .min()
         .unwrap()

@@ -6,9 +6,10 @@ use brisk_wire::http::{
     ChunkedDecoder, ConnectionConfig, HttpConnection, Limits, RequestHead, ResponseHead,
 };
 
-mod counting_alloc;
+use brisk_testkit::alloc::{CountingAllocator, Window};
 
-use counting_alloc::allocations;
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const REQUEST: &[u8] = b"PUT /bucket/some/key?partNumber=3&uploadId=abc HTTP/1.1\r\n\
 Host: 127.0.0.1:9000\r\nx-amz-date: 20240101T000000Z\r\n\
@@ -23,7 +24,7 @@ fn warm_heads_parse_and_serialise_without_allocating() {
     head.parse(REQUEST, &limits).unwrap();
     head.write_to(&mut out);
 
-    let before = allocations();
+    let window = Window::this_thread();
     for _ in 0..1000 {
         head.parse(REQUEST, &limits).unwrap();
         out.clear();
@@ -31,20 +32,20 @@ fn warm_heads_parse_and_serialise_without_allocating() {
         assert!(head.keep_alive());
         assert_eq!(head.body_framing().unwrap().known_length(), Some(4096));
     }
-    assert_eq!(allocations() - before, 0);
+    assert_eq!(window.stop().allocations, 0);
 
     let mut resp = ResponseHead::with_status(200).unwrap();
     resp.headers_mut().set_content_length(1);
     resp.headers_mut().append("ETag", "\"abc\"").unwrap();
     out.clear();
     resp.write_to(&mut out);
-    let before = allocations();
+    let window = Window::this_thread();
     for len in 0..1000u64 {
         resp.headers_mut().set_content_length(len);
         out.clear();
         resp.write_to(&mut out);
     }
-    assert_eq!(allocations() - before, 0);
+    assert_eq!(window.stop().allocations, 0);
 }
 
 #[test]
@@ -57,7 +58,7 @@ fn chunked_decoding_without_trailers_does_not_allocate() {
     }
     body.extend_from_slice(b"0\r\n\r\n");
     let mut decoder = ChunkedDecoder::new(&Limits::default());
-    let before = allocations();
+    let window = Window::this_thread();
     let mut input = &body[..];
     let mut payload = 0;
     while !decoder.is_done() {
@@ -65,8 +66,9 @@ fn chunked_decoding_without_trailers_does_not_allocate() {
         payload += got.data.len();
         input = &input[got.consumed..];
     }
+    let allocations = window.stop().allocations;
     assert_eq!(payload, 256 * 1024);
-    assert_eq!(allocations() - before, 0);
+    assert_eq!(allocations, 0);
     // decode_all collects into a Vec: the helper allocates, the decoder does not.
     decoder.reset();
     assert_eq!(decode_all(&mut decoder, &body).unwrap().0.len(), payload);
@@ -100,15 +102,16 @@ fn serve_pipelined(count: usize, body_len: usize) -> u64 {
         let mut resp = ResponseHead::with_status(200).unwrap();
         resp.headers_mut().set_content_length(0);
         let mut dst = vec![0u8; body_len];
-        let before = allocations();
+        let window = Window::this_thread();
         let mut served = 0;
         while conn.read_request_head(&mut head).await.unwrap() {
             assert_eq!(conn.read_body_into(&mut dst).await.unwrap(), body_len);
             conn.write_response(&resp, b"").await.unwrap();
             served += 1;
         }
+        let allocations = window.stop().allocations;
         assert_eq!(served, count);
-        allocations() - before
+        allocations
     }))
 }
 
