@@ -1,17 +1,17 @@
 //! `brisk cp` and `brisk cat` through a faulty network (resets in the middle of bodies, a storm of
 //! `503 SlowDown`, a stalled body, flipped bytes) in front of `brisk serve`: every run ends with the
 //! exact bytes, or a non-zero exit with a clear message and no file left behind.
+//!
+//! Alone in its test binary: a schedule such as "every 2nd response" counts the responses of the
+//! parallel part downloads together, so which part it hits depends on their timing; with the other
+//! tests of the crate running beside it in one process, one part can be hit on every attempt.
 
 mod support;
 
-#[path = "../../brisk-client/tests/support/fault_proxy.rs"]
-#[allow(dead_code)]
-mod fault_proxy;
-
 use std::time::Duration;
 
-use fault_proxy::{Fault, FaultProxy, Schedule};
-use support::{ServeProcess, brisk};
+use brisk_testkit::fault_proxy::{Fault, FaultProxy, Schedule};
+use support::{brisk, serve};
 
 const MIB: usize = 1 << 20;
 
@@ -27,7 +27,7 @@ fn cp_and_cat_through_faults_are_exact_or_fail_clearly() {
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("data"), &[]);
+    let server = serve(&dir.path().join("data"), &[]);
     let port = port_of(&server.url);
     let body: Vec<u8> = (0..20 * MIB + 5)
         .map(|i| (i * 7 + i / 4093) as u8)

@@ -1,5 +1,5 @@
 """`brisk serve` over HTTPS with independent clients: boto3 (urllib3 and OpenSSL) and the AWS CLI v1,
-both trusting the server's self-signed certificate through a CA bundle. Run by tests/tls.rs with:
+both trusting the server's self-signed certificate through a CA bundle. Run by tests/it/tls.rs with:
 endpoint access_key secret_key ca_bundle workdir. Any failed check raises; the exit status is
 non-zero."""
 

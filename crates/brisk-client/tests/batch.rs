@@ -1,16 +1,15 @@
-//! Batch reads against real servers (`brisk serve` and MinIO, both started as child processes) and
-//! against an in-process server that ends connections with requests still queued on them.
+//! Batch reads against real servers (`brisk serve`, in this process, and MinIO, a child process) and
+//! against brisk-testkit's scripted fake S3 server, which ends connections with requests still
+//! queued on them.
 //!
 //! Every completed range is compared with the object's bytes; every request must complete exactly
 //! once. The counts asserted: connections (client metrics and the batch's own), sockets and threads
-//! of the process, and heap allocations per request (a counting global allocator).
+//! of the process less the in-process server's, and heap allocations per request (brisk-testkit's
+//! counting global allocator, counting on the test's thread only).
 //!
 //! Tests take one lock so that thread, socket and allocation counts see only their own work.
 
 mod support;
-
-#[path = "support/range_server.rs"]
-mod range_server;
 
 // brisk bench's /proc reader; these tests count only their own threads and sockets.
 #[allow(dead_code)]
@@ -18,79 +17,31 @@ mod range_server;
 mod procfs;
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brisk_client::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
 use brisk_client::{Client, Credentials, Error, RetryPolicy};
+use brisk_testkit::alloc::{CountingAllocator, count_future};
+use brisk_testkit::fake_s3::{Ending, FakeS3, object_ranges};
 use procfs::{sockets_now, threads_now};
-use support::{ACCESS_KEY, BriskServe, Minio, SECRET_KEY, ServerLauncher, TestServer, pattern};
-
-#[allow(unsafe_code)]
-mod counting {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        static TRACKING: Cell<bool> = const { Cell::new(false) };
-        static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-        static BYTES: Cell<u64> = const { Cell::new(0) };
-    }
-
-    /// Forwards to the system allocator and counts, on the current thread, what is allocated
-    /// while tracking is on.
-    pub struct CountingAllocator;
-
-    fn record(size: usize) {
-        let _ = TRACKING.try_with(|tracking| {
-            if tracking.get() {
-                ALLOCATIONS.with(|n| n.set(n.get() + 1));
-                BYTES.with(|n| n.set(n.get() + size as u64));
-            }
-        });
-    }
-
-    // SAFETY: every method forwards its arguments unchanged to `System`; the bookkeeping only
-    // touches thread-local `Cell`s without destructors, which neither allocate nor unwind.
-    unsafe impl GlobalAlloc for CountingAllocator {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            record(layout.size());
-            // SAFETY: the caller's layout is passed through unchanged.
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-            record(layout.size());
-            // SAFETY: as above.
-            unsafe { System.alloc_zeroed(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: `ptr` was allocated by `System` with this layout.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            record(new_size);
-            // SAFETY: `ptr` was allocated by `System` with `layout`.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    /// Runs `future` with counting on; returns its output, the allocations and the bytes.
-    pub async fn count<F: std::future::Future>(future: F) -> (F::Output, u64, u64) {
-        ALLOCATIONS.with(|n| n.set(0));
-        BYTES.with(|n| n.set(0));
-        TRACKING.with(|t| t.set(true));
-        let output = future.await;
-        TRACKING.with(|t| t.set(false));
-        (output, ALLOCATIONS.with(Cell::get), BYTES.with(Cell::get))
-    }
-}
+use support::{ACCESS_KEY, SECRET_KEY, TestServer, brisk, in_process_brisk, minio, pattern};
 
 #[global_allocator]
-static ALLOCATOR: counting::CountingAllocator = counting::CountingAllocator;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+/// The process's threads less the in-process `brisk serve`'s: the test's and the client's.
+fn client_threads() -> u64 {
+    threads_now().saturating_sub(in_process_brisk().threads())
+}
+
+/// The process's sockets less the in-process `brisk serve`'s (its listener and the connections it
+/// accepted): the client's. Read in that order, a connection opened in between is not counted
+/// twice.
+fn client_sockets() -> u64 {
+    let all = sockets_now();
+    all.saturating_sub(in_process_brisk().sockets())
+}
 
 /// Each test runs alone (see the module doc), on a current-thread runtime, within a time limit.
 fn run<F: std::future::Future<Output = ()>>(test: F) {
@@ -105,24 +56,6 @@ fn run<F: std::future::Future<Output = ()>>(test: F) {
                 .await
                 .expect("test took longer than 120 s")
         });
-}
-
-fn brisk() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        BriskServe { anonymous: false }
-            .launch()
-            .unwrap_or_else(|e| panic!("starting brisk serve: {e}"))
-    })
-}
-
-fn minio() -> &'static TestServer {
-    static SERVER: OnceLock<TestServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        Minio
-            .launch()
-            .unwrap_or_else(|e| panic!("starting MinIO: {e}"))
-    })
 }
 
 fn client_of(endpoint: &str) -> Client {
@@ -366,11 +299,12 @@ fn touching_and_overlapping_ranges_are_coalesced_on_brisk_serve() {
 fn requests_queued_on_a_closed_connection_are_sent_again() {
     run(async {
         let object = Arc::new(pattern(OBJECT_SIZE, 3));
-        let (endpoint, log) =
-            range_server::start(Arc::clone(&object), range_server::Ending::CloseAfter(3)).await;
+        let server =
+            FakeS3::start_with(object_ranges(Arc::clone(&object)), Ending::CloseAfter(3)).await;
+        let endpoint = &server.endpoint;
         // A response cut by the close counts as a failed attempt: room for a few.
         let client = Client::builder()
-            .endpoint(&endpoint)
+            .endpoint(endpoint)
             .region("us-east-1")
             .credentials(Credentials::new(ACCESS_KEY, SECRET_KEY))
             .retry(RetryPolicy {
@@ -403,9 +337,9 @@ fn requests_queued_on_a_closed_connection_are_sent_again() {
             !stats.fell_back,
             "3 answers per connection is keep-alive: {stats:?}"
         );
-        assert!(log.pipelined.load(Ordering::Relaxed) > 0);
+        assert!(server.pipelined() > 0);
         // Each request was answered once; the others the server read were sent again.
-        let requests = log.requests.load(Ordering::Relaxed);
+        let requests = server.requests() as u64;
         assert!(requests >= expected as u64, "{requests}");
         assert!(stats.max_connections <= 4, "{stats:?}");
     });
@@ -417,9 +351,10 @@ fn requests_queued_on_a_closed_connection_are_sent_again() {
 fn a_server_without_keep_alive_gets_one_request_per_connection() {
     run(async {
         let object = Arc::new(pattern(OBJECT_SIZE, 4));
-        let (endpoint, log) =
-            range_server::start(Arc::clone(&object), range_server::Ending::NoKeepAlive).await;
-        let client = client_of(&endpoint);
+        let server =
+            FakeS3::start_with(object_ranges(Arc::clone(&object)), Ending::NoKeepAlive).await;
+        let endpoint = &server.endpoint;
+        let client = client_of(endpoint);
         let mut reader = client
             .batch_reader(
                 "bucket",
@@ -440,7 +375,7 @@ fn a_server_without_keep_alive_gets_one_request_per_connection() {
         let stats = reader.stats();
         assert!(stats.fell_back, "{stats:?}");
         // Before the fall-back the first connections carried several heads; after it, one each.
-        let connections = log.connections.load(Ordering::Relaxed) as u64;
+        let connections = server.connections() as u64;
         assert_eq!(connections, stats.connections_used, "{stats:?}");
         assert!(connections >= expected as u64, "{connections} connections");
         assert!(
@@ -457,9 +392,9 @@ fn pipelining_on_and_off_as_the_server_sees_it() {
     run(async {
         let object = Arc::new(pattern(OBJECT_SIZE, 5));
         for (pipelining, expect_pipelined) in [(Pipelining::Off, false), (Pipelining::On, true)] {
-            let (endpoint, log) =
-                range_server::start(Arc::clone(&object), range_server::Ending::KeepAlive).await;
-            let client = client_of(&endpoint);
+            let server =
+                FakeS3::start_with(object_ranges(Arc::clone(&object)), Ending::KeepAlive).await;
+            let client = client_of(&server.endpoint);
             let mut reader = client
                 .batch_reader(
                     "bucket",
@@ -477,18 +412,14 @@ fn pipelining_on_and_off_as_the_server_sees_it() {
                 reader.submit(request);
             }
             check_all(&mut reader, &object, expected).await;
-            assert_eq!(log.connections.load(Ordering::Relaxed), 2);
-            assert_eq!(
-                log.pipelined.load(Ordering::Relaxed) > 0,
-                expect_pipelined,
-                "{pipelining:?}"
-            );
+            assert_eq!(server.connections(), 2);
+            assert_eq!(server.pipelined() > 0, expect_pipelined, "{pipelining:?}");
         }
     });
 }
 
 /// 256 reads of 256 KiB at queue depth 64 over 4 connections: the process gains no thread and at
-/// most 4 sockets, the client opens at most 4 connections, and the heap allocations per read are
+/// most 4 sockets besides the in-process server's, the client opens at most 4 connections, and the heap allocations per read are
 /// a few hundred bytes of request head whatever the block size (no buffer per request).
 #[test]
 fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
@@ -526,7 +457,7 @@ fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
             while let Some(done) = reader.next().await {
                 assert_eq!(*done.result.as_ref().unwrap(), block);
                 if watch_sockets {
-                    sockets = sockets.max(sockets_now());
+                    sockets = sockets.max(client_sockets());
                 }
                 match done.buffer {
                     Some(Filled::Buffer(b)) => back.push(b),
@@ -536,8 +467,8 @@ fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
             assert!(reader.stats().max_connections <= 4);
             (back, sockets)
         }
-        let threads = threads_now();
-        let sockets_before = sockets_now();
+        let threads = client_threads();
+        let sockets_before = client_sockets();
         // Warm-up: opens the connections (and their read buffers) once.
         let buffers = (0..256).map(|_| vec![0u8; 262_144]).collect();
         let (buffers, sockets) = batch(&client, &bucket, options, buffers, true).await;
@@ -545,13 +476,13 @@ fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
             sockets - sockets_before <= 4,
             "{sockets} sockets, {sockets_before} before"
         );
-        assert_eq!(threads_now(), threads, "threads");
+        assert_eq!(client_threads(), threads, "threads");
 
-        let (small, small_allocs, small_bytes) =
-            counting::count(batch(&client, &bucket, options, buffers, false)).await;
+        let (small, counts) = count_future(batch(&client, &bucket, options, buffers, false)).await;
+        let (small_allocs, small_bytes) = (counts.allocations, counts.bytes);
         let big_buffers = (0..256).map(|_| vec![0u8; 1_048_576]).collect();
-        let (_, big_allocs, big_bytes) =
-            counting::count(batch(&client, &bucket, options, big_buffers, false)).await;
+        let (_, counts) = count_future(batch(&client, &bucket, options, big_buffers, false)).await;
+        let (big_allocs, big_bytes) = (counts.allocations, counts.bytes);
         drop(small);
         let per_read = small_bytes / 256;
         assert!(
@@ -572,6 +503,6 @@ fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
             "{:?}",
             client.metrics()
         );
-        assert_eq!(threads_now(), threads, "threads");
+        assert_eq!(client_threads(), threads, "threads");
     });
 }

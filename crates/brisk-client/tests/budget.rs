@@ -29,7 +29,7 @@ mod support;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use brisk_client::{Client, PayloadSigning, RetryPolicy, TransferOptions};
 use brisk_mem::MemoryBudget;
+use brisk_testkit::serve::{ServeCommand, ServeProcess};
 use brisk_wire::sigv4::Credentials;
 use support::{ACCESS_KEY, SECRET_KEY, bounded, builder, new_bucket};
 use tokio::io::{AsyncRead, ReadBuf};
@@ -290,71 +291,24 @@ async fn many_large_transfers_stay_within_one_budget() {
     .await;
 }
 
-/// `brisk serve --no-fsync` on a free loopback port with its data under `root`, killed when dropped.
-struct NoFsyncServe {
-    child: Child,
-    endpoint: String,
-}
-
-impl NoFsyncServe {
-    fn start(root: &Path) -> Self {
-        let binary = std::env::var_os("BRISK_BIN")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/brisk")
-            });
-        assert!(
-            binary.is_file(),
-            "brisk binary not found at {}: run `cargo build --release -p brisk-cli` (or set BRISK_BIN)",
-            binary.display()
-        );
-        let out = root.join("serve.out");
-        let data = root.join("data");
-        std::fs::create_dir_all(&data).unwrap();
-        let child = Command::new(&binary)
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--no-fsync",
-                "--region",
-                "us-east-1",
-            ])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg("--root")
-            .arg(&data)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
-        let mut server = NoFsyncServe {
-            child,
-            endpoint: String::new(),
-        };
-        // The first line of its output is its URL.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while server.endpoint.is_empty() {
-            assert!(
-                Instant::now() < deadline,
-                "brisk serve printed no URL in 60 s"
-            );
-            let text = std::fs::read_to_string(&out).unwrap_or_default();
-            if let Some((line, _)) = text.split_once('\n') {
-                server.endpoint = line.trim().trim_end_matches('/').to_owned();
-            } else {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        server
-    }
-}
-
-impl Drop for NoFsyncServe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `brisk serve --no-fsync` as a child process (so that the process's peak resident memory is the
+/// client's alone), from `BRISK_BIN` or `<workspace>/target/release/brisk`, with its data under
+/// `root`; killed when dropped.
+fn no_fsync_serve(root: &Path) -> ServeProcess {
+    let binary = std::env::var_os("BRISK_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| brisk_testkit::process::workspace_root().join("target/release/brisk"));
+    assert!(
+        binary.is_file(),
+        "brisk binary not found at {}: run `cargo build --release -p brisk-cli` (or set BRISK_BIN)",
+        binary.display()
+    );
+    let data = root.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    ServeCommand::new(binary)
+        .args(&["--no-fsync"])
+        .stderr(Stdio::null())
+        .start(&data)
 }
 
 /// The scale: 16 downloads and 16 uploads of 1 GiB at once under a 256 MiB budget, against
@@ -367,13 +321,13 @@ async fn full_scale_transfers_stay_within_one_budget() {
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir);
     let root = tempfile::tempdir_in(&scratch).unwrap();
-    let server = NoFsyncServe::start(root.path());
+    let server = no_fsync_serve(root.path());
     let downloads = root.path().join("downloads");
     std::fs::create_dir_all(&downloads).unwrap();
     bounded(Duration::from_secs(3600), async {
         let budget = MemoryBudget::new(BUDGET);
         let client = Client::builder()
-            .endpoint(server.endpoint.clone())
+            .endpoint(server.url.clone())
             .region("us-east-1")
             .credentials(Credentials::new(ACCESS_KEY, SECRET_KEY))
             .read_timeout(Duration::from_secs(120))

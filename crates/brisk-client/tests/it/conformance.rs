@@ -1,15 +1,35 @@
-//! The client against a real S3 server (MinIO by default; see `support`): every operation, the typed
-//! errors, connection reuse and the per-host bound.
-
-mod support;
+//! The client against a real S3 server: every operation, the typed errors, connection reuse and the
+//! per-host bound.
+//!
+//! The suite is compiled twice into this binary: as `conformance`, against MinIO, and as
+//! `conformance_brisk_serve`, against `brisk serve` (in this process), so that one `cargo test`
+//! checks the client against both servers. Each copy picks its server by its module path (see
+//! `support::server_for`); `BRISK_TEST_SERVER=minio|brisk` runs both against one.
 
 use std::time::Duration;
 
+use brisk_client::{Client, ClientBuilder};
 use brisk_client::{CopyOptions, MetadataDirective, TransferOptions};
 use brisk_client::{Credentials, Error, ListOptions, PutOptions};
+use brisk_testkit::fault_proxy::{Fault, FaultProxy, Schedule};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
-use support::fault_proxy::{Fault, FaultProxy, Schedule};
-use support::{anonymous_brisk_server, bounded, builder, client, new_bucket, pattern, server};
+
+use crate::support::{self, TestServer, anonymous_brisk_server, bounded, new_bucket, pattern};
+
+/// The server this copy of the suite runs against.
+fn server() -> &'static TestServer {
+    support::server_for(module_path!())
+}
+
+/// A builder for a client of [`server`], with fast retries.
+fn builder() -> ClientBuilder {
+    support::builder_of(server())
+}
+
+/// A client of [`server`].
+fn client() -> Client {
+    builder().build().expect("test client")
+}
 
 const STEP: Duration = Duration::from_secs(60);
 

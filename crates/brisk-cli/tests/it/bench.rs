@@ -1,14 +1,12 @@
 //! `brisk bench` run as a user runs it: the real binary, starting its own embedded server or pointed
 //! at a `brisk serve` started here, every run bounded in time, its JSON and HTML checked.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use crate::support::{ACCESS_KEY, SECRET_KEY, run_with_timeout, serve};
 use serde_json::Value;
-use support::{ACCESS_KEY, SECRET_KEY, ServeProcess, run_with_timeout};
 
 /// A `--quick` suite finishes in seconds even in a debug build; this bounds a hang.
 const BENCH_LIMIT: Duration = Duration::from_secs(180);
@@ -212,7 +210,7 @@ fn quick_suite_on_its_own_embedded_server() {
 fn against_an_endpoint_it_touches_only_its_own_keys() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let server = ServeProcess::start(&root, &[]);
+    let server = serve(&root, &[]);
     let at = |args: &[&str]| {
         let mut all = vec!["--endpoint-url", server.url.as_str()];
         all.extend_from_slice(args);
@@ -407,7 +405,7 @@ fn random_sweep_on_its_own_embedded_server() {
 #[test]
 fn random_point_against_an_endpoint_reads_an_existing_key() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("root"), &[]);
+    let server = serve(&dir.path().join("root"), &[]);
     let at = |args: &[&str]| {
         let mut all = vec!["--endpoint-url", server.url.as_str()];
         all.extend_from_slice(args);

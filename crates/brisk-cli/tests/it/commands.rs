@@ -1,8 +1,6 @@
 //! The `brisk` commands run as a user runs them: the real binary against a real `brisk serve` on
 //! 127.0.0.1, every run bounded in time, outputs parsed, exit codes checked.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -11,8 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::{ACCESS_KEY, SECRET_KEY, ServeProcess, serve};
 use serde_json::Value;
-use support::{ACCESS_KEY, SECRET_KEY, ServeProcess};
 
 /// Any one command here finishes in seconds; this bounds a hang.
 const COMMAND_LIMIT: Duration = Duration::from_secs(120);
@@ -223,7 +221,7 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 
 fn setup() -> (tempfile::TempDir, ServeProcess) {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("data"), &["--no-fsync"]);
+    let server = serve(&dir.path().join("data"), &["--no-fsync"]);
     (dir, server)
 }
 
@@ -242,11 +240,8 @@ macro_rules! on_both_servers {
             #[test]
             fn minio() {
                 let dir = tempfile::tempdir().unwrap();
-                let server = super::support::MinioProcess::start(
-                    &dir.path().join("minio-data"),
-                    super::ACCESS_KEY,
-                    super::SECRET_KEY,
-                );
+                let server =
+                    brisk_testkit::minio::MinioProcess::start(&dir.path().join("minio-data"));
                 super::$name(
                     &super::Brisk::on("minio", &server.url, dir.path()),
                     dir.path(),
@@ -731,7 +726,7 @@ fn completions_and_help_are_printed() {
 #[test]
 fn no_sign_request_works_with_an_anonymous_server_and_missing_credentials_are_an_auth_error() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("data"), &["--no-fsync", "--anonymous"]);
+    let server = serve(&dir.path().join("data"), &["--no-fsync", "--anonymous"]);
     let brisk = Brisk::new(&server.url, dir.path());
     let anonymous = |args: &[&str], stdin: Option<Vec<u8>>| {
         let mut cmd = brisk.command(&["--no-sign-request"]);

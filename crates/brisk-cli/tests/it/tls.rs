@@ -2,13 +2,11 @@
 //! CLI with a CA bundle, `tests/tls_e2e.py`) and with brisk's own CLI (`AWS_CA_BUNDLE`), and the
 //! errors a bad certificate or key gives at start.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use support::{ServeProcess, run_with_timeout};
+use crate::support::{ServeProcess, run_with_timeout, serve};
 
 /// A self-signed certificate for 127.0.0.1 and localhost: (certificate PEM, key PEM) written to `dir`.
 fn certificate(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
@@ -31,15 +29,15 @@ fn python() -> PathBuf {
 
 fn tls_server(dir: &Path, cert: &Path, key: &Path) -> ServeProcess {
     let (cert, key) = (cert.to_str().unwrap(), key.to_str().unwrap());
-    ServeProcess::start(&dir.join("data"), &["--tls-cert", cert, "--tls-key", key])
+    serve(&dir.join("data"), &["--tls-cert", cert, "--tls-key", key])
 }
 
 fn brisk(url: &str, ca: &Path, args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
     cmd.args(["--endpoint-url", url])
         .args(args)
-        .env("AWS_ACCESS_KEY_ID", support::ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", support::SECRET_KEY)
+        .env("AWS_ACCESS_KEY_ID", crate::support::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", crate::support::SECRET_KEY)
         .env("AWS_REGION", "us-east-1")
         .env("AWS_CA_BUNDLE", ca)
         .env("AWS_CONFIG_FILE", "/dev/null")
@@ -119,8 +117,8 @@ fn boto3_and_the_aws_cli_over_https() {
     let mut cmd = Command::new(&python);
     cmd.arg(&script)
         .arg(&server.url)
-        .arg(support::ACCESS_KEY)
-        .arg(support::SECRET_KEY)
+        .arg(crate::support::ACCESS_KEY)
+        .arg(crate::support::SECRET_KEY)
         .arg(&cert)
         .arg(dir.path());
     let output = run_with_timeout(cmd, Duration::from_secs(300));
@@ -140,9 +138,9 @@ fn refused_start(dir: &Path, cert: &Path, key: &Path) -> String {
         .arg(dir.join("data"))
         .args([
             "--access-key",
-            support::ACCESS_KEY,
+            crate::support::ACCESS_KEY,
             "--secret-key",
-            support::SECRET_KEY,
+            crate::support::SECRET_KEY,
         ])
         .arg("--tls-cert")
         .arg(cert)

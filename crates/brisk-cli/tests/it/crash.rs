@@ -2,20 +2,18 @@
 //! directory, shows no partial object: the key is absent (or keeps its previous version), and the
 //! temp file of the interrupted body is swept.
 
-mod support;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use support::ServeProcess;
-use support::raw::{request, try_exchange, try_request, xml_value};
+use crate::support::raw::{request, try_exchange, try_request, xml_value};
+use crate::support::serve;
 
 #[test]
 fn sigkill_during_an_upload_leaves_no_partial_object() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("data");
-    let mut server = ServeProcess::start(&root, &["--anonymous"]);
+    let mut server = serve(&root, &["--anonymous"]);
     assert_eq!(request(&server.url, "PUT", "/crash-bucket", b"").0, 200);
     assert_eq!(
         request(&server.url, "PUT", "/crash-bucket/old", b"old version").0,
@@ -46,7 +44,7 @@ fn sigkill_during_an_upload_leaves_no_partial_object() {
     server.kill();
     drop(streams);
 
-    let server = ServeProcess::start(&root, &["--anonymous"]);
+    let server = serve(&root, &["--anonymous"]);
     let (status, body) = request(&server.url, "GET", "/crash-bucket/new", b"");
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
     let (status, body) = request(&server.url, "GET", "/crash-bucket/old", b"");
@@ -284,11 +282,11 @@ fn sigkill_at_random_moments_under_concurrent_puts_loses_no_acknowledged_write()
     let root = dir.path().join("data");
     let mut histories = vec![vec![KeyHistory::default(); KEYS_PER_WRITER]; WRITERS];
     {
-        let server = ServeProcess::start(&root, &["--anonymous"]);
+        let server = serve(&root, &["--anonymous"]);
         assert_eq!(request(&server.url, "PUT", "/rounds", b"").0, 200);
     }
     for round in 0..ROUNDS {
-        let mut server = ServeProcess::start(&root, &["--anonymous"]);
+        let mut server = serve(&root, &["--anonymous"]);
         let aborted = check_after_restart(&server.url, &root, &histories);
         eprintln!(
             "round {round}: restarted, checked, {aborted} interrupted multipart uploads aborted"
@@ -321,6 +319,6 @@ fn sigkill_at_random_moments_under_concurrent_puts_loses_no_acknowledged_write()
             "round {round}: killed after up to {sent} writes per writer; {acknowledged} keys hold an acknowledged version"
         );
     }
-    let server = ServeProcess::start(&root, &["--anonymous"]);
+    let server = serve(&root, &["--anonymous"]);
     check_after_restart(&server.url, &root, &histories);
 }

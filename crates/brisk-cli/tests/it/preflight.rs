@@ -2,13 +2,11 @@
 //! answered as S3 answers for a bucket without a CORS configuration, never as a signature error
 //! (a preflight carries none, whatever the URL's query holds).
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use support::{ServeProcess, brisk};
+use crate::support::{brisk, serve};
 
 fn options(url: &str, path_and_query: &str, origin: Option<&str>) -> (u16, String) {
     let host = url.trim_start_matches("http://");
@@ -30,7 +28,7 @@ fn options(url: &str, path_and_query: &str, origin: Option<&str>) -> (u16, Strin
 #[test]
 fn preflight_on_a_presigned_url_is_answered_as_s3_answers_without_cors() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("data"), &[]);
+    let server = serve(&dir.path().join("data"), &[]);
     let url = server.url.as_str();
     assert!(brisk(url, &["mb", "s3://preflight"]).status.success());
     let presigned = brisk(url, &["presign", "s3://preflight/key"]);

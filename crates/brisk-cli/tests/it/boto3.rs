@@ -2,12 +2,10 @@
 //! the real `brisk serve` binary. The interpreter is `$BRISK_PYTHON`, else
 //! `<workspace>/.venv/bin/python`; the test fails (never skips) when it or its packages are missing.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use support::{ServeProcess, run_with_timeout};
+use crate::support::{run_with_timeout, serve};
 
 fn python() -> PathBuf {
     std::env::var_os("BRISK_PYTHON").map_or_else(
@@ -19,7 +17,7 @@ fn python() -> PathBuf {
 #[test]
 fn boto3_and_aws_cli_against_brisk_serve() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("data"), &[]);
+    let server = serve(&dir.path().join("data"), &[]);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/boto3_e2e.py");
     let python = python();
     assert!(
@@ -30,8 +28,8 @@ fn boto3_and_aws_cli_against_brisk_serve() {
     let mut cmd = Command::new(&python);
     cmd.arg(&script)
         .arg(&server.url)
-        .arg(support::ACCESS_KEY)
-        .arg(support::SECRET_KEY)
+        .arg(crate::support::ACCESS_KEY)
+        .arg(crate::support::SECRET_KEY)
         .arg(dir.path());
     let output = run_with_timeout(cmd, std::time::Duration::from_secs(300));
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -2,21 +2,19 @@
 //! Ignored by default (it moves a few GiB); run it with
 //!
 //! ```text
-//! cargo test --release -p brisk-client --test throughput -- --ignored --nocapture
+//! cargo test --release -p brisk-client --test it throughput -- --ignored --nocapture
 //! ```
 //!
 //! boto3 comes from `BRISK_PYTHON` (else `<workspace>/.venv/bin/python`); without it only brisk's
 //! numbers are printed. Each figure is the median of [`RUNS`] runs. On loopback the server's own
 //! cost dominates, so this compares clients against one server, not absolute link speed.
 
-mod support;
-
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::{ACCESS_KEY, SECRET_KEY, bounded, client, new_bucket, pattern, server};
 use brisk_client::{PayloadSigning, PutOptions, TransferOptions};
-use support::{ACCESS_KEY, SECRET_KEY, bounded, client, new_bucket, pattern, server};
 
 const MIB: usize = 1024 * 1024;
 const SIZE: usize = 128 * MIB;

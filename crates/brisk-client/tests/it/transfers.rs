@@ -1,12 +1,10 @@
 //! File transfers against the test server: multipart upload from a file and parallel ranged download
 //! to a file, within a memory budget.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::{bounded, builder, client, new_bucket, pattern};
 use brisk_client::{Error, TransferOptions, TransferProgress};
-use support::{bounded, builder, client, new_bucket, pattern};
 
 const MIB: usize = 1024 * 1024;
 const STEP: Duration = Duration::from_secs(120);

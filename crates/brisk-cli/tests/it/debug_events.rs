@@ -1,10 +1,8 @@
 //! `--debug` and `RUST_LOG`: the client's events on stderr (whether a download is checked end to
 //! end, retries), and nothing of the sort without them.
 
-mod support;
-
-use support::raw::request;
-use support::{ServeProcess, brisk, brisk_with_env};
+use crate::support::raw::request;
+use crate::support::{brisk, brisk_with_env, serve, serve_wrapped};
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -13,7 +11,7 @@ fn stderr(out: &std::process::Output) -> String {
 #[test]
 fn debug_says_whether_a_download_is_checked_and_shows_retries() {
     let dir = tempfile::tempdir().unwrap();
-    let server = ServeProcess::start(&dir.path().join("data"), &[]);
+    let server = serve(&dir.path().join("data"), &[]);
     let url = server.url.as_str();
     assert!(brisk(url, &["mb", "s3://events"]).status.success());
 
@@ -40,7 +38,7 @@ fn debug_says_whether_a_download_is_checked_and_shows_retries() {
 
     // An object written by a bare PUT has no stored checksum; RUST_LOG selects the events here
     // instead of --debug.
-    let anonymous = ServeProcess::start(&dir.path().join("anon"), &["--anonymous"]);
+    let anonymous = serve(&dir.path().join("anon"), &["--anonymous"]);
     assert_eq!(request(&anonymous.url, "PUT", "/plain", b"").0, 200);
     assert_eq!(
         request(&anonymous.url, "PUT", "/plain/key", b"no checksum here").0,
@@ -72,7 +70,7 @@ fn the_server_emits_a_request_event_with_rust_log_even_with_the_access_log_off()
     let dir = tempfile::tempdir().unwrap();
     let events = dir.path().join("stderr");
     let file = std::fs::File::create(&events).unwrap();
-    let server = ServeProcess::start_wrapped(
+    let server = serve_wrapped(
         &["env", "RUST_LOG=brisk_server=debug"],
         &dir.path().join("data"),
         &[],

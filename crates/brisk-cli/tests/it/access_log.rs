@@ -2,13 +2,11 @@
 //! fields an operator needs (request id, remote address, method, bucket, key, status, error code,
 //! bytes in and out, duration), driven by brisk's own CLI.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{ServeProcess, brisk};
+use crate::support::{brisk, serve_with_stderr};
 
 /// The log's lines once one of them contains `last` (the writer thread is asynchronous), within
 /// 10 s.
@@ -28,7 +26,7 @@ fn lines(log: &Path, last: &str) -> Vec<String> {
 fn json_lines_record_every_request() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let server = ServeProcess::start_with_stderr(
+    let server = serve_with_stderr(
         &dir.path().join("data"),
         &["--log-format", "json"],
         Stdio::from(std::fs::File::create(&log).unwrap()),
@@ -123,7 +121,7 @@ fn json_lines_record_every_request() {
 fn plain_lines_are_the_default() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    let server = ServeProcess::start_with_stderr(
+    let server = serve_with_stderr(
         &dir.path().join("data"),
         &["--log-format", "plain"],
         Stdio::from(std::fs::File::create(&log).unwrap()),

@@ -1,172 +1,19 @@
-//! Fault injection: a tiny S3 stand-in in the test process answers with scripted failures (503, a
-//! connection dropped mid-body, an object changed between requests, silence, a closed keep-alive
-//! connection) and records what the client sent, so retries, resumed reads and timeouts are checked
-//! request by request.
+//! Fault injection: a tiny S3 stand-in in the test process (brisk-testkit's `fake_s3`) answers with
+//! scripted failures (503, a connection dropped mid-body, an object changed between requests,
+//! silence, a closed keep-alive connection) and records what the client sent, so retries, resumed
+//! reads and timeouts are checked request by request.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brisk_client::{Client, Credentials, Error, RetryPolicy};
-use brisk_wire::http::{HttpConnection, RequestHead, ResponseHead};
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
-
-/// What the stand-in does with one request.
-#[derive(Debug, Clone)]
-enum Action {
-    /// A complete response.
-    Respond {
-        status: u16,
-        headers: Vec<(&'static str, String)>,
-        body: Vec<u8>,
-    },
-    /// Announces `Content-Length: declared`, sends `body`, then closes the connection.
-    CutOff {
-        status: u16,
-        declared: usize,
-        headers: Vec<(&'static str, String)>,
-        body: Vec<u8>,
-    },
-    /// Never answers.
-    Silence,
-    /// A response sent as soon as the head has arrived, without reading the body (nor letting it
-    /// come: no `100 Continue`).
-    RefuseBeforeBody { status: u16, body: Vec<u8> },
-    /// A complete response, then the connection is closed.
-    RespondAndClose { status: u16, body: Vec<u8> },
-    /// A complete `200` with `body`, sent only after `delay` (a server assembling an object).
-    RespondLate { delay: Duration, body: Vec<u8> },
-}
-
-/// What the client sent.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    target: String,
-    range: Option<String>,
-    if_match: Option<String>,
-    expect: Option<String>,
-    body_received: u64,
-    connection: usize,
-}
-
-type Script = Arc<dyn Fn(usize, &RequestHead) -> Action + Send + Sync>;
+use brisk_testkit::fake_s3::{Action, FakeS3, Script, Seen};
+use brisk_wire::http::RequestHead;
 
 /// Starts the stand-in; returns its endpoint and the log of requests.
 async fn stand_in(script: Script) -> (String, Arc<Mutex<Vec<Seen>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let endpoint = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    tokio::spawn(async move {
-        let mut connection = 0;
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            connection += 1;
-            let (script, log) = (Arc::clone(&script), Arc::clone(&log));
-            tokio::spawn(serve_connection(stream, connection, script, log));
-        }
-    });
-    (endpoint, seen)
-}
-
-async fn serve_connection(
-    stream: tokio::net::TcpStream,
-    connection: usize,
-    script: Script,
-    log: Arc<Mutex<Vec<Seen>>>,
-) {
-    let mut conn = HttpConnection::new(stream);
-    let mut head = RequestHead::new();
-    while let Ok(true) = conn.read_request_head(&mut head).await {
-        let index = {
-            let mut log = log.lock().unwrap();
-            log.push(Seen {
-                method: head.method().to_owned(),
-                target: head.target().to_owned(),
-                range: head.headers().get_str("range").map(str::to_owned),
-                if_match: head.headers().get_str("if-match").map(str::to_owned),
-                expect: head.headers().get_str("expect").map(str::to_owned),
-                body_received: 0,
-                connection,
-            });
-            log.len() - 1
-        };
-        let action = script(index, &head);
-        if let Action::RefuseBeforeBody { status, body } = &action {
-            // Answer from the head alone: no `100 Continue` goes out, so the body never comes.
-            let mut response = ResponseHead::with_status(*status).unwrap();
-            response.headers_mut().set_content_length(body.len() as u64);
-            let _ = conn.write_response(&response, body).await;
-            return;
-        }
-        // Read the whole request body, however large (part uploads are megabytes).
-        loop {
-            match conn.body_chunk().await {
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(_) => return,
-            }
-        }
-        log.lock().unwrap()[index].body_received = conn.body_received();
-        match action {
-            Action::RefuseBeforeBody { .. } => unreachable!("answered above"),
-            Action::Respond {
-                status,
-                headers,
-                body,
-            } => {
-                let mut response = ResponseHead::with_status(status).unwrap();
-                for (name, value) in headers {
-                    response.headers_mut().append(name, value).unwrap();
-                }
-                response.headers_mut().set_content_length(body.len() as u64);
-                let body = if head.method() == "HEAD" {
-                    &[][..]
-                } else {
-                    &body[..]
-                };
-                if conn.write_response(&response, body).await.is_err() {
-                    return;
-                }
-            }
-            Action::CutOff {
-                status,
-                declared,
-                headers,
-                body,
-            } => {
-                let mut response = ResponseHead::with_status(status).unwrap();
-                for (name, value) in headers {
-                    response.headers_mut().append(name, value).unwrap();
-                }
-                response.headers_mut().set_content_length(declared as u64);
-                let _ = conn.write_response(&response, &body).await;
-                let _ = conn.get_mut().shutdown().await;
-                return;
-            }
-            Action::Silence => {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                return;
-            }
-            Action::RespondLate { delay, body } => {
-                tokio::time::sleep(delay).await;
-                let mut response = ResponseHead::with_status(200).unwrap();
-                response.headers_mut().set_content_length(body.len() as u64);
-                if conn.write_response(&response, &body).await.is_err() {
-                    return;
-                }
-            }
-            Action::RespondAndClose { status, body } => {
-                let mut response = ResponseHead::with_status(status).unwrap();
-                response.headers_mut().set_content_length(body.len() as u64);
-                let _ = conn.write_response(&response, &body).await;
-                return;
-            }
-        }
-    }
+    let server = FakeS3::start(script).await;
+    (server.endpoint, server.seen)
 }
 
 fn client(endpoint: &str, retry: RetryPolicy, read_timeout: Duration) -> Client {

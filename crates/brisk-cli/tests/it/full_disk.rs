@@ -5,13 +5,11 @@
 //! --map-root-user --mount`), so the test needs neither root nor a loop device, and the file system
 //! disappears with the server. Where user namespaces are not available, the test says so and skips.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::ServeProcess;
-use support::raw::{request, xml_value};
+use crate::support::raw::{request, xml_value};
+use crate::support::serve_wrapped;
 
 /// Size of the file system the server stores into.
 const FS_SIZE_MIB: usize = 24;
@@ -81,7 +79,7 @@ fn a_full_disk_fails_puts_clearly_keeps_reads_and_recovers() {
     // The access log is off (the launcher's default); server errors must reach stderr anyway.
     let stderr_path = dir.path().join("stderr");
     let stderr = std::fs::File::create(&stderr_path).unwrap();
-    let server = ServeProcess::start_wrapped(&wrapper, &root, &["--anonymous"], stderr.into());
+    let server = serve_wrapped(&wrapper, &root, &["--anonymous"], stderr.into());
     let url = server.url.clone();
 
     assert_eq!(request(&url, "PUT", "/full", b"").0, 200);

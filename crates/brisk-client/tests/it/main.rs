@@ -1,0 +1,17 @@
+//! brisk-client's integration tests that need no binary of their own, in one test binary (one link,
+//! one MinIO and one in-process `brisk serve` for all of them). The tests that measure the process
+//! (allocations, threads and sockets, resident memory) keep binaries of their own: `allocations`,
+//! `batch` and `budget`.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod conformance;
+// The conformance suite again, on purpose, against `brisk serve` (see `conformance`'s module docs).
+#[allow(clippy::duplicate_mod)]
+#[path = "conformance.rs"]
+mod conformance_brisk_serve;
+mod faults;
+mod throughput;
+mod tls;
+mod transfers;
