@@ -1,13 +1,11 @@
 //! `list_objects` against an in-memory model: prefixes, any delimiter string, start-after,
 //! continuation tokens and max-keys, on small random key sets (proptest) and on 100,000 keys.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Instant;
 
+use crate::common::*;
 use brisk_server::store::{ListPage, ListQuery, MAX_KEYS_PER_PAGE, Store, StoreError};
-use common::*;
 use proptest::prelude::*;
 
 /// One listing result: a key or a common prefix. Both order by their string.

@@ -1,18 +1,16 @@
 //! Every request brisk signs verifies with brisk's verifier, and tampering with any signed part makes
 //! verification fail with the error S3 would return.
 
-mod sigv4_support;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::sigv4_support::{Case, Kind, generate};
 use brisk_wire::framing::{BodyDecoder, FramingError, decode_all};
 use brisk_wire::sigv4::error::AccessDeniedReason;
 use brisk_wire::sigv4::{
     AmzDate, AuthError, Credentials, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder,
     Verifier,
 };
-use sigv4_support::{Case, Kind, generate};
 
 /// A request as the server receives it: owned method, path, query and headers.
 #[derive(Debug, Clone)]
@@ -554,7 +552,7 @@ fn unsigned_trailer_upload_round_trips() {
 }
 
 /// Per-request cost of signing and verifying with a cached signing key, printed rather than asserted.
-/// Run with `cargo test --release -p brisk-wire --test sigv4_roundtrip -- --ignored --nocapture`.
+/// Run with `cargo test --release -p brisk-wire --test it sigv4_roundtrip:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, run on demand in release mode"]
 fn measure_sign_and_verify_cost() {

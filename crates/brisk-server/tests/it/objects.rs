@@ -1,17 +1,15 @@
 //! Buckets and single-PUT objects: round trips, hostile keys, metadata, delete, copy, concurrency.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::sync::Arc;
 use std::thread;
 
+use crate::common::*;
 use brisk_server::store::{
     Checksum, ChecksumAlgorithm, ChecksumType, ListQuery, NewObject, ObjectAttributes, Store,
     StoreError, WriteCondition,
 };
-use common::*;
 use proptest::prelude::*;
 
 /// Keys that break stores mapping keys to paths. Every one is a valid S3 key here.

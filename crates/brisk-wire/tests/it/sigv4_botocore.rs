@@ -3,16 +3,14 @@
 //! identical. botocore runs in `tests/botocore_sign.py` (JSON over stdin/stdout) under the interpreter
 //! named by `BRISK_PYTHON`, else `<workspace>/.venv/bin/python`.
 
-mod sigv4_support;
-
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::sigv4_support::{Case, Kind, generate};
 use brisk_wire::sigv4::Signer;
 use serde::{Deserialize, Serialize};
-use sigv4_support::{Case, Kind, generate};
 
 /// How many requests are compared (the brief asks for at least 1 000).
 const CASES: usize = 1200;

@@ -1,7 +1,5 @@
 //! Multipart uploads: the happy path, every error, abort, listing, and part ranges.
 
-mod common;
-
 use std::io::{Read, Seek, SeekFrom};
 
 use brisk_server::store::{
@@ -10,7 +8,7 @@ use brisk_server::store::{
 };
 use tempfile::TempDir;
 
-use common::*;
+use crate::common::*;
 
 /// Parts of at least this size pass the minimum-size check in these tests.
 const MIN_PART: u64 = 1024;

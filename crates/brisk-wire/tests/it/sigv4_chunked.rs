@@ -261,7 +261,7 @@ fn decode_in_place(decoder: &mut AwsChunkedDecoder, body: &[u8]) -> usize {
 
 /// Rough single-core throughput of the streaming paths, printed rather than asserted (timings vary
 /// with the machine). Run with
-/// `cargo test --release -p brisk-wire --test sigv4_chunked -- --ignored --nocapture`.
+/// `cargo test --release -p brisk-wire --test it sigv4_chunked:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "measurement, run on demand in release mode"]
 fn measure_streaming_throughput() {

@@ -1,10 +1,8 @@
 //! Crash safety: a child process (this test binary, re-executed) is killed with SIGKILL at a chosen
 //! point of a PUT; reopening the store must show no partial object and remove what the crash left.
 //!
-//! The child runs the ignored test `crash_child`, selected by `--exact --ignored`, and prints [`READY`]
-//! when it has reached the point to be killed at.
-
-mod common;
+//! The child runs the ignored test `crash::crash_child`, selected by `--exact --ignored`, and prints
+//! [`READY`] when it has reached the point to be killed at.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -14,8 +12,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use brisk_server::store::{FaultHook, FaultPoint, Store, StoreConfig, StoreError};
-use common::*;
 
 const SCENARIO_ENV: &str = "BRISK_STORE_CRASH_SCENARIO";
 const ROOT_ENV: &str = "BRISK_STORE_CRASH_ROOT";
@@ -86,7 +84,8 @@ fn crash(scenario: &str, root: &Path) {
     }
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
-            "crash_child",
+            // The test's name in the binary of the crate's integration tests (`it`).
+            "crash::crash_child",
             "--exact",
             "--ignored",
             "--nocapture",
@@ -102,7 +101,7 @@ fn crash(scenario: &str, root: &Path) {
     let (ready_tx, ready_rx) = mpsc::channel();
     thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
-            // libtest may print its "test crash_child ... " prefix on the same line.
+            // libtest may print its "test crash::crash_child ... " prefix on the same line.
             if line.as_deref().is_ok_and(|l| l.contains(READY)) {
                 let _ = ready_tx.send(());
             }

@@ -2,14 +2,13 @@
 //! and peers that stall (a head that never ends, a body that stops) disconnected by the idle and
 //! request timeouts rather than holding a connection slot for ever.
 
-mod http_support;
-
+use crate::http_support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use crate::http_support::Client;
 use brisk_server::ServerConfig;
-use http_support::Client;
 
 /// S3's largest single PUT and largest part: 5 GiB.
 const FIVE_GIB: u64 = 5 << 30;

@@ -2,17 +2,16 @@
 //! payload hashes, aws-chunked bodies with signed chunks and a signed checksum trailer, unsigned
 //! trailers, tampering and clock skew. Bodies that fail verification are never committed.
 
-mod http_support;
-
+use crate::http_support;
 use std::time::{Duration, SystemTime};
 
+use crate::http_support::{Client, Response};
 use brisk_server::{AccessKey, ServerConfig};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
 use brisk_wire::sigv4::chunked::{signed_trailer_encoded_length, unsigned_trailer_encoded_length};
 use brisk_wire::sigv4::{
     AmzDate, Credentials, PayloadHash, SignableRequest, Signer, UnsignedChunkEncoder,
 };
-use http_support::{Client, Response};
 
 const AK: &str = "AKTEST";
 const SK: &str = "secret-for-tests";

@@ -1,9 +1,8 @@
 //! The in-process server over real sockets: concurrent PUTs of one key, keep-alive reuse, error
 //! documents, and unknown operations.
 
-mod http_support;
-
-use http_support::Client;
+use crate::http_support;
+use crate::http_support::Client;
 
 #[test]
 fn concurrent_puts_of_one_key_leave_one_whole_version() {
