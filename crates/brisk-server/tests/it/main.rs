@@ -11,6 +11,7 @@ mod crash;
 mod listing;
 mod multipart;
 mod objects;
+mod server_answers;
 mod server_http;
 mod server_limits;
 mod server_sigv4;

@@ -2,10 +2,8 @@
 //! `partNumber` on single-part and multipart objects, user metadata with non-ASCII characters,
 //! SHA-1 checksums, and part checksums in ListParts.
 
-mod http_support;
-
+use crate::http_support::{self, Client, Response};
 use base64::Engine as _;
-use http_support::{Client, Response};
 
 /// Sends `method path` with `headers` (raw bytes: a value may hold UTF-8) and `body`.
 fn send(
