@@ -1,5 +1,5 @@
 """End-to-end checks of `brisk serve` with independent clients: boto3 for every operation and the
-AWS CLI v1 for a few commands. Run by tests/boto3.rs with: endpoint access_key secret_key workdir.
+AWS CLI v1 for a few commands. Run by tests/it/boto3.rs with: endpoint access_key secret_key workdir.
 Any failed check raises, and the exit status is non-zero."""
 
 import base64
