@@ -128,15 +128,8 @@ pub struct CpArgs {
     /// Copy every file under a directory or every object under a prefix.
     #[arg(long)]
     pub recursive: bool,
-    /// Select paths matching a glob again (applied in order with --exclude; the last match wins).
-    #[arg(long, value_name = "GLOB")]
-    pub include: Vec<String>,
-    /// Leave out paths matching a glob (applied in order with --include; the last match wins).
-    #[arg(long, value_name = "GLOB")]
-    pub exclude: Vec<String>,
-    /// Print what would be copied, copy nothing.
-    #[arg(long)]
-    pub dryrun: bool,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Downloads of objects with no stored checksum: also check the file against the ETag when it
     /// is an MD5 (single-part uploads), in a second pass over the file.
     #[arg(long)]
@@ -165,13 +158,22 @@ pub struct RmArgs {
     /// Delete every object under the prefix.
     #[arg(long)]
     pub recursive: bool,
-    /// Select keys matching a glob again (with --recursive; the last match wins).
+    #[command(flatten)]
+    pub select: SelectArgs,
+}
+
+/// Which paths or keys a command acts on (`cp`, `rm`), and whether it only says what it would do.
+#[derive(Debug, Args)]
+pub struct SelectArgs {
+    /// Select paths or keys matching a glob again (applied in order with --exclude; the last match
+    /// wins; with --recursive).
     #[arg(long, value_name = "GLOB")]
     pub include: Vec<String>,
-    /// Leave out keys matching a glob (with --recursive; the last match wins).
+    /// Leave out paths or keys matching a glob (applied in order with --include; the last match
+    /// wins; with --recursive).
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
-    /// Print what would be deleted, delete nothing.
+    /// Print what would be done, do nothing.
     #[arg(long)]
     pub dryrun: bool,
 }

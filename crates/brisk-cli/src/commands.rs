@@ -67,7 +67,7 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError>
     let label = format!("cp {} {}", a.source, a.destination);
     match (&src, &dst) {
         (Location::Stream, Location::S3(url)) if !a.recursive => {
-            if a.dryrun {
+            if a.select.dryrun {
                 return dry(ctx, "upload", "-", &url.to_string());
             }
             if url.key.is_empty() || url.key.ends_with('/') {
@@ -83,7 +83,7 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError>
             Ok(())
         }
         (Location::S3(url), Location::Stream) if !a.recursive => {
-            if a.dryrun {
+            if a.select.dryrun {
                 return dry(ctx, "download", &url.to_string(), "-");
             }
             stream::object_to_stdout(ctx, url).await.map(|_| ())
@@ -106,7 +106,7 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError>
                 }
                 return Ok(());
             }
-            execute(ctx, plan, a.dryrun).await
+            execute(ctx, plan, a.select.dryrun).await
         }
     }
 }
@@ -502,7 +502,7 @@ async fn rm(ctx: &Context, a: RmArgs, filters: &Filters) -> Result<(), CliError>
     let url = S3Url::parse(&a.path)?;
     if !a.recursive {
         require_key(&url)?;
-        if a.dryrun {
+        if a.select.dryrun {
             return dry_delete(ctx, &url);
         }
         ctx.client
@@ -517,7 +517,7 @@ async fn rm(ctx: &Context, a: RmArgs, filters: &Filters) -> Result<(), CliError>
     } else {
         as_prefix(&url.key)
     };
-    delete_under(ctx, &url, &prefix, filters, a.dryrun).await
+    delete_under(ctx, &url, &prefix, filters, a.select.dryrun).await
 }
 
 fn dry_delete(ctx: &Context, url: &S3Url) -> Result<(), CliError> {

@@ -358,6 +358,30 @@ fn opt(value: Option<f64>, digits: usize) -> String {
     value.map_or_else(|| "–".to_owned(), |v| format!("{v:.digits$}"))
 }
 
+/// Column widths of the printed table, in the order of [`point_cells`].
+const TEXT_WIDTHS: [usize; 12] = [10, 5, 9, 9, 10, 12, 8, 8, 7, 7, 5, 6];
+
+/// One point's figures as the cells of a table row, formatted once for the printed table and the
+/// HTML page: block, QD, IOPS, MiB/s, CPU s/GiB, server s/GiB, p50 ms, p99 ms, threads, sockets,
+/// connections, errors.
+fn point_cells(p: &Point) -> [String; 12] {
+    let f = &p.figures;
+    [
+        human(p.block_size as u64),
+        p.queue_depth.to_string(),
+        format!("{:.0}", f.iops),
+        format!("{:.1}", f.mib_per_s),
+        format!("{:.3}", f.cpu_s_per_gib),
+        opt(p.server_cpu_s_per_gib(), 3),
+        format!("{:.2}", ms(f.latency_p50)),
+        format!("{:.2}", ms(f.latency_p99)),
+        f.threads.to_string(),
+        f.sockets.to_string(),
+        f.connections.to_string(),
+        f.errors.to_string(),
+    ]
+}
+
 impl RandomReport {
     fn settings_line(&self) -> String {
         let server = match &self.server {
@@ -384,9 +408,7 @@ impl RandomReport {
     pub fn table(&self) -> String {
         use std::fmt::Write as _;
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{:>10} {:>5} {:>9} {:>9} {:>10} {:>12} {:>8} {:>8} {:>7} {:>7} {:>5} {:>6}",
+        let header: Vec<String> = [
             "block",
             "QD",
             "IOPS",
@@ -398,26 +420,21 @@ impl RandomReport {
             "threads",
             "sockets",
             "conns",
-            "errors"
-        );
+            "errors",
+        ]
+        .iter()
+        .zip(TEXT_WIDTHS)
+        .map(|(name, width)| format!("{name:>width$}"))
+        .collect();
+        let _ = writeln!(out, "{}", header.join(" "));
         for p in &self.points {
-            let f = &p.figures;
-            let _ = writeln!(
-                out,
-                "{:>10} {:>5} {:>9.0} {:>9.1} {:>10.3} {:>12} {:>8.2} {:>8.2} {:>7} {:>7} {:>5} {:>6}",
-                human(p.block_size as u64),
-                p.queue_depth,
-                f.iops,
-                f.mib_per_s,
-                f.cpu_s_per_gib,
-                opt(p.server_cpu_s_per_gib(), 3),
-                ms(f.latency_p50),
-                ms(f.latency_p99),
-                f.threads,
-                f.sockets,
-                f.connections,
-                f.errors
-            );
+            let cells = point_cells(p);
+            let line: Vec<String> = cells
+                .iter()
+                .zip(TEXT_WIDTHS)
+                .map(|(cell, width)| format!("{cell:>width$}"))
+                .collect();
+            let _ = writeln!(out, "{}", line.join(" "));
         }
         let _ = writeln!(out, "{}", self.settings_line());
         out
@@ -539,24 +556,11 @@ impl RandomReport {
              <th>threads</th><th>sockets</th><th>connections</th><th>errors</th></tr>\n",
         );
         for p in &self.points {
-            let f = &p.figures;
-            let _ = writeln!(
-                page,
-                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.3}</td><td>{}</td>\
-                 <td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&human(p.block_size as u64)),
-                p.queue_depth,
-                f.iops,
-                f.mib_per_s,
-                f.cpu_s_per_gib,
-                opt(p.server_cpu_s_per_gib(), 3),
-                ms(f.latency_p50),
-                ms(f.latency_p99),
-                f.threads,
-                f.sockets,
-                f.connections,
-                f.errors
-            );
+            let cells: String = point_cells(p)
+                .iter()
+                .map(|cell| format!("<td>{}</td>", escape(cell)))
+                .collect();
+            let _ = writeln!(page, "<tr>{cells}</tr>");
         }
         page.push_str("</table>\n");
         let _ = write!(
