@@ -73,15 +73,8 @@ fn cp_and_cat_through_faults_are_exact_or_fail_clearly() {
         ),
     ];
     for (what, fault, schedule) in recoverable {
-        // `cp` downloads parts through the batch engine, several at once over several connections,
-        // and the proxy counts responses across all of them: "every 2nd response" can then cut one
-        // part's every attempt, which no retry policy rides out. There the same fault is applied to
-        // the first two responses instead (a part may lose two attempts in a row and still arrive);
-        // `cat` reads one stream, where every cut answer is followed by a whole one.
-        let cp_schedule = match schedule {
-            Schedule::EveryNth(_) => Schedule::First(2),
-            other => other,
-        };
+        // `cp` downloads parts through the batch engine; `cat` reads one stream.
+        let cp_schedule = schedule.for_parallel_parts();
         let proxy = runtime.block_on(FaultProxy::start(port, fault, cp_schedule));
         let cp = brisk(&proxy.endpoint, &["cp", "s3://faults/obj", target]);
         assert!(

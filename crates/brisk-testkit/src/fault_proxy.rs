@@ -46,6 +46,20 @@ pub enum Schedule {
     EveryNth(u32),
 }
 
+impl Schedule {
+    /// The schedule to use for a download through the batch engine. It reads several parts at once
+    /// over several connections, and the proxy counts responses across all of them: "every 2nd"
+    /// (any `EveryNth` above 1) can then cut one part's every attempt, which no retry policy rides
+    /// out, so it becomes the first two responses (a part may lose two attempts in a row and still
+    /// arrive). Single-stream reads keep the schedule: there a cut answer is followed by a whole one.
+    pub fn for_parallel_parts(self) -> Self {
+        match self {
+            Schedule::EveryNth(n) if n > 1 => Schedule::First(2),
+            other => other,
+        }
+    }
+}
+
 /// Counts eligible responses and decides which get the fault.
 #[derive(Debug)]
 struct Plan {

@@ -1029,14 +1029,10 @@ async fn reads_through_a_faulty_network_are_exact_or_fail_clearly() {
         ];
         for (what, fault, schedule) in recoverable {
             for read in ["download", "get_bytes", "get_into"] {
-                // `download` reads parts through the batch engine, several at once over several
-                // connections, and the proxy counts responses across all of them: "every 2nd
-                // response" can then cut one part's every attempt, which no retry policy rides
-                // out. There the fault hits the first two responses instead (a part may lose two
-                // attempts in a row and still arrive); the single-stream reads keep every 2nd.
-                let schedule = match (read, schedule) {
-                    ("download", Schedule::EveryNth(_)) => Schedule::First(2),
-                    (_, other) => other,
+                // `download` reads parts through the batch engine; the others read one stream.
+                let schedule = match read {
+                    "download" => schedule.for_parallel_parts(),
+                    _ => schedule,
                 };
                 let proxy = FaultProxy::start(port, fault, schedule).await;
                 let client = through(&proxy);
