@@ -63,7 +63,11 @@ fn a_process_window_counts_every_thread() {
         .unwrap();
     let counts = window.stop();
     assert!(counts.largest >= 3 << 20, "{counts:?}");
-    assert!(counts.peak >= 3 << 20, "{counts:?}");
+    // A process window sees every thread, including the other tests of this binary running beside
+    // this one: while the 3 MiB was held, they may have freed a little of what they allocated
+    // before the window opened, which lowers the process-wide live count. Allow that much.
+    const OTHER_TESTS_SLACK: u64 = 64 << 10;
+    assert!(counts.peak >= (3 << 20) - OTHER_TESTS_SLACK, "{counts:?}");
 }
 
 #[test]
