@@ -6,7 +6,7 @@
 //! elements are tolerated.
 
 use quick_xml::Reader;
-use quick_xml::events::Event;
+use quick_xml::events::{BytesStart, Event};
 use time::OffsetDateTime;
 
 use super::values::{Owner, parse_timestamp};
@@ -119,12 +119,21 @@ impl<'a> XmlReader<'a> {
         &mut self,
         mut f: impl FnMut(&mut Self, &[u8]) -> Result<(), XmlParseError>,
     ) -> Result<(), XmlParseError> {
+        self.children_with_start(|r, start| f(r, start.local_name().as_ref()))
+    }
+
+    /// [`children`](Self::children) for documents whose attributes matter: `f` is handed each child's
+    /// start tag, whose [`local_name`](BytesStart::local_name) names it.
+    pub(crate) fn children_with_start(
+        &mut self,
+        mut f: impl FnMut(&mut Self, &BytesStart<'a>) -> Result<(), XmlParseError>,
+    ) -> Result<(), XmlParseError> {
         let level = self.depth;
         loop {
             match self.event()? {
                 Event::Start(start) => {
                     self.enter()?;
-                    f(self, start.local_name().as_ref())?;
+                    f(self, &start)?;
                     self.skip_to(level)?;
                 }
                 Event::End(_) => {
