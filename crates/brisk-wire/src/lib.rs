@@ -1,10 +1,12 @@
 //! What both ends of brisk must agree on: the HTTP/1.1 codec, AWS Signature Version 4, checksums and the
-//! S3 XML bodies.
+//! S3 XML bodies; and, for the client's Azure dialect, Azure Blob Storage's signing, checksum and XML
+//! formats ([`azure`]).
 //!
 //! Body framings (HTTP chunked, aws-chunked) are sans-IO decoders over a caller's buffer (see
 //! [`framing`]), so the same code serves the client and the server, is fuzzed without sockets, and never
 //! copies payload bytes: it only points at them.
 
+pub mod azure;
 pub mod checksum;
 pub mod error_code;
 pub mod framing;
