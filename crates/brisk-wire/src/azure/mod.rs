@@ -9,6 +9,7 @@
 //! | [`shared_key`] | the account key, the Shared Key string to sign and the `Authorization` value |
 //! | `collation` | the order the service sorts `x-ms-*` headers in (not plain byte order) |
 //! | [`url`] | percent-encoding blob names and query values the way the signer expects them |
+//! | [`sas`] | service SAS tokens for a blob or a container |
 //!
 //! Azure differs from S3 in ways that are easy to get subtly wrong, and each module says which:
 //! Content-Length `0` is signed as an empty line, `x-ms-*` headers sort with hyphens ignored at first,
@@ -16,12 +17,14 @@
 //! header is little-endian, and List Blobs may percent-encode a name (`<Name Encoded="true">`).
 
 mod collation;
+pub mod sas;
 pub mod shared_key;
 pub mod url;
 
+pub use sas::{SasError, ServiceSas};
 pub use shared_key::{AzureKeyError, AzureRequest, SharedKeyCredential, string_to_sign};
 pub use url::{encode_blob_name, encode_query_value};
 
-/// The `x-ms-version` sent with every request: a version both Azurite 3.35 and the current Azure SDKs
-/// accept, so the emulator and the service answer alike.
+/// The `x-ms-version` sent with every request, and the `sv` of every SAS: a version both Azurite 3.35
+/// and the current Azure SDKs accept, so the emulator and the service answer alike.
 pub const API_VERSION: &str = "2025-11-05";
