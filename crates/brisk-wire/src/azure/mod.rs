@@ -10,6 +10,7 @@
 //! | `collation` | the order the service sorts `x-ms-*` headers in (not plain byte order) |
 //! | [`url`] | percent-encoding blob names and query values the way the signer expects them |
 //! | [`sas`] | service SAS tokens for a blob or a container |
+//! | [`mod@crc64`] | the CRC-64 behind `x-ms-content-crc64` and its little-endian base64 header value |
 //!
 //! Azure differs from S3 in ways that are easy to get subtly wrong, and each module says which:
 //! Content-Length `0` is signed as an empty line, `x-ms-*` headers sort with hyphens ignored at first,
@@ -17,10 +18,12 @@
 //! header is little-endian, and List Blobs may percent-encode a name (`<Name Encoded="true">`).
 
 mod collation;
+pub mod crc64;
 pub mod sas;
 pub mod shared_key;
 pub mod url;
 
+pub use crc64::{Crc64, crc64, crc64_header_value, parse_crc64_header};
 pub use sas::{SasError, ServiceSas};
 pub use shared_key::{AzureKeyError, AzureRequest, SharedKeyCredential, string_to_sign};
 pub use url::{encode_blob_name, encode_query_value};
