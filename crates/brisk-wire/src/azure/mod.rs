@@ -11,6 +11,7 @@
 //! | [`url`] | percent-encoding blob names and query values the way the signer expects them |
 //! | [`sas`] | service SAS tokens for a blob or a container |
 //! | [`mod@crc64`] | the CRC-64 behind `x-ms-content-crc64` and its little-endian base64 header value |
+//! | [`xml`] | List Blobs, List Containers, Error documents; the Put Block List body and block ids |
 //!
 //! Azure differs from S3 in ways that are easy to get subtly wrong, and each module says which:
 //! Content-Length `0` is signed as an empty line, `x-ms-*` headers sort with hyphens ignored at first,
@@ -22,11 +23,16 @@ pub mod crc64;
 pub mod sas;
 pub mod shared_key;
 pub mod url;
+pub mod xml;
 
 pub use crc64::{Crc64, crc64, crc64_header_value, parse_crc64_header};
 pub use sas::{SasError, ServiceSas};
 pub use shared_key::{AzureKeyError, AzureRequest, SharedKeyCredential, string_to_sign};
 pub use url::{encode_blob_name, encode_query_value};
+pub use xml::{
+    AzureErrorDocument, BlobEntry, BlobListPage, ContainerEntry, ContainerListPage, block_id,
+    block_list_body, parse_error, parse_list_blobs, parse_list_containers,
+};
 
 /// The `x-ms-version` sent with every request, and the `sv` of every SAS: a version both Azurite 3.35
 /// and the current Azure SDKs accept, so the emulator and the service answer alike.

@@ -46,6 +46,8 @@ pub use multipart::{
 pub use values::{EncodingType, Owner, format_timestamp, parse_timestamp, url_decode};
 pub use writer::XmlWriter;
 
+pub(crate) use reader::{XmlReader, check_room, required};
+
 /// The namespace S3 declares on its documents (not on `Error`).
 pub const S3_NAMESPACE: &str = "http://s3.amazonaws.com/doc/2006-03-01/";
 
