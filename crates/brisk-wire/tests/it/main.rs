@@ -4,6 +4,7 @@
 
 mod sigv4_support;
 
+mod azure_python;
 mod checksum_python;
 mod checksum_streaming;
 mod checksum_vectors;
