@@ -5,6 +5,7 @@
 mod sigv4_support;
 
 mod azure_python;
+mod azure_xml;
 mod checksum_python;
 mod checksum_streaming;
 mod checksum_vectors;
