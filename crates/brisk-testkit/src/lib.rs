@@ -8,6 +8,7 @@
 //!   brisk-server library (brisk-client's tests, so `cargo test -p brisk-client` needs no prebuilt
 //!   binary).
 //! - [`minio`]: MinIO, the independent S3 server the client and the CLI are also checked against.
+//! - [`azurite`]: Azurite, Microsoft's Azure Storage emulator, for the Azure dialect.
 //! - [`fault_proxy`]: a TCP proxy between a client and a real server that flips bytes, resets
 //!   connections, stalls bodies or answers `503 SlowDown`.
 //! - `fake_s3` (feature `servers`): a scripted S3 stand-in that answers each request as a test says
@@ -18,6 +19,7 @@
 //! brisk-wire's tests can use it.
 
 pub mod alloc;
+pub mod azurite;
 #[cfg(feature = "servers")]
 pub mod fake_s3;
 pub mod fault_proxy;

@@ -65,10 +65,20 @@ pub fn clean_up_at_exit(pid: Option<u32>, paths: &[&Path]) {
 
 /// Polls `GET path` on `127.0.0.1:port` until it answers 200, for at most [`STARTUP_TIMEOUT`].
 pub fn wait_until_live(port: u16, path: &str) -> Result<(), String> {
+    wait_for(port, path, b"HTTP/1.1 200")
+}
+
+/// Polls `GET path` on `127.0.0.1:port` until it answers with any HTTP status, for at most
+/// [`STARTUP_TIMEOUT`]: for servers with no health endpoint, whose every anonymous answer is an error.
+pub fn wait_until_answering(port: u16, path: &str) -> Result<(), String> {
+    wait_for(port, path, b"HTTP/1.1 ")
+}
+
+fn wait_for(port: u16, path: &str, status_line: &[u8]) -> Result<(), String> {
     let deadline = Instant::now() + STARTUP_TIMEOUT;
     let mut last = String::from("no attempt");
     while Instant::now() < deadline {
-        match probe(port, path) {
+        match probe(port, path, status_line) {
             Ok(true) => return Ok(()),
             Ok(false) => last = "not ready".into(),
             Err(e) => last = e.to_string(),
@@ -80,7 +90,7 @@ pub fn wait_until_live(port: u16, path: &str) -> Result<(), String> {
     ))
 }
 
-fn probe(port: u16, path: &str) -> std::io::Result<bool> {
+fn probe(port: u16, path: &str, status_line: &[u8]) -> std::io::Result<bool> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(
@@ -89,5 +99,5 @@ fn probe(port: u16, path: &str) -> std::io::Result<bool> {
     )?;
     let mut head = [0u8; 12];
     stream.read_exact(&mut head)?;
-    Ok(head.starts_with(b"HTTP/1.1 200"))
+    Ok(head.starts_with(status_line))
 }
