@@ -32,6 +32,9 @@ impl Client {
     /// [`Error::BucketAlreadyExists`] (whoever owns it).
     pub async fn create_bucket(&self, bucket: &str) -> Result<()> {
         check_bucket(bucket)?;
+        if self.is_azure() {
+            return self.azure_create_container(bucket).await;
+        }
         let region = &self.config().region;
         // us-east-1 is S3's default location and must not be named in the body.
         let body = if region == crate::config::DEFAULT_REGION {
@@ -52,6 +55,9 @@ impl Client {
     /// Deletes the empty bucket `bucket`.
     pub async fn delete_bucket(&self, bucket: &str) -> Result<()> {
         check_bucket(bucket)?;
+        if self.is_azure() {
+            return self.azure_delete_container(bucket).await;
+        }
         let response = self
             .send(&RequestSpec::new("DELETE", Some(bucket), None))
             .await?;
@@ -61,6 +67,9 @@ impl Client {
     /// The buckets owned by the client's credentials (ListBuckets), in the server's order (by name
     /// on S3). Continuation pages are followed, at most [`MAX_BUCKET_PAGES`].
     pub async fn list_buckets(&self) -> Result<Vec<BucketInfo>> {
+        if self.is_azure() {
+            return self.azure_list_containers().await;
+        }
         let mut buckets = Vec::new();
         let mut token: Option<String> = None;
         for _ in 0..MAX_BUCKET_PAGES {

@@ -1,6 +1,7 @@
 //! The request engine: [`Client`], and the one path every operation's requests take.
 //!
-//! A [`Client`] holds the resolved configuration, the signer, the keep-alive connection pool, the
+//! A [`Client`] holds the resolved configuration, the service's dialect (how requests are addressed,
+//! signed and their errors read: the `dialect` module, docs/azure.md), the keep-alive connection pool, the
 //! buffer pool and the counters, behind one `Arc` that clones share. An operation describes its
 //! request (method, bucket, key, query, headers, body) and hands it to the engine, which signs it,
 //! writes it on a pooled connection (a large body only after `100 Continue`, or after
@@ -26,14 +27,14 @@ use brisk_mem::{BufferPool, MemoryBudget};
 use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::chunked::CRLF;
 use brisk_wire::sigv4::{Signer, UnsignedChunkEncoder};
-use brisk_wire::xml::{ErrorDocument, XmlDocument};
 
 use crate::config::{ClientBuilder, ClientConfig, ConfigError, Scheme};
-use crate::error::{Error, Result, ServiceError};
+use crate::dialect::{AzureDialect, Dialect, S3Dialect};
+use crate::error::{Error, Result};
 use crate::integrity::CHECKSUM_MODE_HEADER;
 use crate::metrics::{ClientMetrics, Counters};
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
-use crate::request::{RequestSpec, Target, expects_continue, signed_head, target};
+use crate::request::{RequestSpec, Target, expects_continue};
 use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 // Defined with the object operations; still public here, where callers first found it.
@@ -60,8 +61,8 @@ pub struct Client {
 #[derive(Debug)]
 struct Inner {
     config: ClientConfig,
-    /// `None` for an anonymous client: its requests are not signed.
-    signer: Option<Signer>,
+    /// S3 or Azure Blob: how requests are addressed and signed, and errors read.
+    dialect: Dialect,
     pool: ConnectionPool,
     buffers: BufferPool,
     counters: Arc<Counters>,
@@ -119,8 +120,15 @@ impl Client {
             },
             Arc::clone(&counters),
         );
-        let signer = (!config.anonymous)
-            .then(|| Signer::new(config.credentials.clone(), config.region.clone()));
+        let dialect = match &config.azure {
+            Some(azure) => Dialect::Azure(AzureDialect::new(azure.clone())),
+            None => Dialect::S3(S3Dialect {
+                signer: (!config.anonymous)
+                    .then(|| Signer::new(config.credentials.clone(), config.region.clone())),
+                addressing: config.addressing,
+                region: config.region.clone(),
+            }),
+        };
         let global = BufferPool::global();
         let buffers = match config.pool_retention {
             Some(bytes) => BufferPool::with_retention(config.memory_budget.clone(), bytes),
@@ -130,7 +138,7 @@ impl Client {
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
-                signer,
+                dialect,
                 pool,
                 buffers,
                 counters,
@@ -170,23 +178,33 @@ impl Client {
     }
 
     /// What the batch read engine ([`crate::batch`]) drives requests with: the connection pool,
-    /// the signer (`None` for an anonymous client) and the counters.
-    pub(crate) fn engine_parts(&self) -> (&ConnectionPool, Option<&Signer>, &Counters) {
-        (
-            &self.inner.pool,
-            self.inner.signer.as_ref(),
-            &self.inner.counters,
-        )
+    /// the dialect and the counters.
+    pub(crate) fn engine_parts(&self) -> (&ConnectionPool, &Dialect, &Counters) {
+        (&self.inner.pool, &self.inner.dialect, &self.inner.counters)
     }
 
-    /// The signer requests are signed with; `None` for an anonymous client.
+    /// The service's dialect.
+    pub(crate) fn dialect(&self) -> &Dialect {
+        &self.inner.dialect
+    }
+
+    /// Whether the client speaks Azure Blob Storage (else S3).
+    pub fn is_azure(&self) -> bool {
+        self.inner.dialect.azure().is_some()
+    }
+
+    /// The SigV4 signer of an S3 client; `None` for an anonymous or an Azure client.
     pub(crate) fn signer(&self) -> Option<&Signer> {
-        self.inner.signer.as_ref()
+        match &self.inner.dialect {
+            Dialect::S3(s3) => s3.signer.as_ref(),
+            Dialect::Azure(_) => None,
+        }
     }
 
     pub(crate) fn target(&self, bucket: Option<&str>, key: Option<&str>) -> Target {
-        let c = &self.inner.config;
-        target(&c.endpoint, c.addressing, bucket, key)
+        self.inner
+            .dialect
+            .target(&self.inner.config.endpoint, bucket, key)
     }
 
     /// Sends `spec` and reads the response head, retrying retryable failures. A 2xx response is
@@ -237,7 +255,7 @@ impl Client {
 
     async fn send_once(&self, spec: &RequestSpec<'_>, fresh: bool) -> Result<Response, Attempt> {
         let target = self.target(spec.bucket, spec.key);
-        let head = signed_head(self.inner.signer.as_ref(), spec, &target, SystemTime::now())?;
+        let head = self.inner.dialect.head(spec, &target, SystemTime::now())?;
         let mut conn = self
             .inner
             .pool
@@ -250,6 +268,8 @@ impl Client {
             let slow = usual_head_timeout.map(|t| t.max(crate::request::SLOW_ANSWER_TIMEOUT));
             conn.conn().set_head_timeout(slow);
         }
+        // Whether the body went out: a server that answers before `100 Continue` never got it.
+        let mut body_unsent = false;
         let exchange = async {
             let (c, response_head) = conn.parts();
             if !expects_continue(spec.body.len()) {
@@ -264,7 +284,10 @@ impl Client {
                 .await?
             {
                 // The server answered without wanting the body: that answer is the response.
-                ContinueOutcome::Final => Ok(()),
+                ContinueOutcome::Final => {
+                    body_unsent = true;
+                    Ok(())
+                }
                 ContinueOutcome::Continue | ContinueOutcome::TimedOut => {
                     write_body(c, spec).await?;
                     c.flush().await?;
@@ -290,26 +313,24 @@ impl Client {
             return Ok(response);
         }
         let error = self.error_from(&mut response).await;
-        // The error body was read to its end (when small): the connection stays usable.
-        response.release();
+        if body_unsent {
+            // The server still expects the declared body on this connection (RFC 9110 10.1.1: the
+            // client either sends it or closes): the next request must not follow on it.
+            drop(response);
+        } else {
+            // The error body was read to its end (when small): the connection stays usable.
+            response.release();
+        }
         Err(Attempt::from(error))
     }
 
     /// Reads an error response's body (bounded) and turns it into an [`Error`].
     pub(crate) async fn error_from(&self, response: &mut Response) -> Error {
-        let status = response.head().status();
-        let request_id = response.header("x-amz-request-id").map(str::to_owned);
         let body = read_error_body(response).await;
-        let document = body
-            .as_deref()
-            .filter(|b| !b.is_empty())
-            .and_then(|b| ErrorDocument::parse(b).ok());
-        Error::from_service(ServiceError::new(
-            status,
-            document,
-            request_id,
-            &self.inner.config.region,
-        ))
+        let head = response.head();
+        self.inner
+            .dialect
+            .error(head.status(), head.headers(), body.as_deref())
     }
 }
 

@@ -185,6 +185,11 @@ impl Client {
         check_bucket(dst_bucket)?;
         check_key(dst_key)?;
         options.check()?;
+        if self.is_azure() {
+            return self
+                .azure_copy_blob(src_bucket, src_key, dst_bucket, dst_key)
+                .await;
+        }
         // The source's size decides between one request and parts: the caller's, or a HEAD's (as the
         // AWS CLI makes; a CopyObject over 5 GiB would only fail after the round trip). A multipart
         // copy needs the HEAD anyway, for the ETag it pins and the metadata it carries over.

@@ -33,11 +33,13 @@
 //!
 //! [`MemoryBudget`]: brisk_mem::MemoryBudget
 
+mod azure;
 pub mod batch;
 pub mod buckets;
 pub mod client;
 pub mod config;
 pub mod copy;
+mod dialect;
 pub mod error;
 pub mod integrity;
 pub mod list;
@@ -58,7 +60,10 @@ pub use batch::{
 };
 pub use buckets::BucketInfo;
 pub use client::Client;
-pub use config::{Addressing, ClientBuilder, ClientConfig, ConfigError, Endpoint};
+pub use config::{
+    Addressing, AzureConfig, AzureCredentials, AzureSettings, ClientBuilder, ClientConfig,
+    ConfigError, Endpoint,
+};
 pub use copy::{CopyOptions, CopyResult, MetadataDirective};
 pub use error::{Error, Result, ServiceError};
 pub use integrity::UploadChecksum;

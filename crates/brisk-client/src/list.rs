@@ -102,6 +102,26 @@ impl ListObjects {
         if self.done {
             return Ok(None);
         }
+        if self.client.is_azure() {
+            let (page, marker) = crate::azure::list_page(
+                &self.client,
+                &self.bucket,
+                &self.options,
+                self.next_token.as_deref(),
+            )
+            .await?;
+            self.pages += 1;
+            match marker {
+                Some(m) if Some(&m) == self.next_token.as_ref() => {
+                    return Err(Error::UnexpectedResponse {
+                        what: "a blob listing that repeats its NextMarker".into(),
+                    });
+                }
+                Some(m) => self.next_token = Some(m),
+                None => self.done = true,
+            }
+            return Ok(Some(page));
+        }
         let result: ListBucketResult = self
             .client
             .list_page(&self.bucket, &self.options, self.next_token.as_deref())

@@ -40,7 +40,9 @@ use brisk_wire::xml::{Delete, DeleteResult, ObjectIdentifier, XmlDocument};
 use crate::client::{Client, Response, body_length, finish, read_small_body, whole_object_get};
 use crate::config::Scheme;
 use crate::error::{Error, Result};
-use crate::integrity::{CHECKSUM_MODE_HEADER, UploadChecksum, stored_checksum, verify};
+use crate::integrity::{
+    CHECKSUM_MODE_HEADER, UploadChecksum, stored_blob_md5, stored_checksum, verify, verify_md5,
+};
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
 use crate::retry::{RetryContext, RetryDecision};
 
@@ -57,6 +59,8 @@ pub(crate) struct StoredChecksum {
     pub(crate) composite: Option<MultipartChecksum>,
     /// The algorithm of whatever checksum header came back, checkable or not.
     pub(crate) any: Option<ChecksumAlgorithm>,
+    /// The MD5 an Azure blob is stored with (`Content-MD5`).
+    pub(crate) blob_md5: Option<brisk_wire::checksum::Md5Digest>,
 }
 
 /// What HEAD says about an object.
@@ -148,7 +152,9 @@ impl Client {
                     .header(CHECKSUM_MODE_HEADER, "ENABLED"),
             )
             .await?;
+        let azure = self.is_azure();
         let checksum = StoredChecksum {
+            blob_md5: azure.then(|| stored_blob_md5(response.head())).flatten(),
             full: stored_checksum(response.head()),
             composite: crate::integrity::stored_composite(response.head()),
             any: ChecksumAlgorithm::ALL
@@ -171,14 +177,15 @@ impl Client {
                 .headers()
                 .iter()
                 .filter_map(|(name, value)| {
-                    const PREFIX: &str = "x-amz-meta-";
-                    let prefix = name.get(..PREFIX.len())?;
-                    prefix.eq_ignore_ascii_case(PREFIX).then(|| {
-                        (
-                            name[PREFIX.len()..].to_ascii_lowercase(),
-                            String::from_utf8_lossy(value).into_owned(),
-                        )
-                    })
+                    let prefix = self.dialect().metadata_prefix();
+                    name.get(..prefix.len())?
+                        .eq_ignore_ascii_case(prefix)
+                        .then(|| {
+                            (
+                                name[prefix.len()..].to_ascii_lowercase(),
+                                String::from_utf8_lossy(value).into_owned(),
+                            )
+                        })
                 })
                 .collect(),
         };
@@ -261,6 +268,15 @@ impl Client {
         })
     }
 
+    /// The MD5 an Azure blob is stored with, from a whole-blob GET's response (S3: `None`).
+    fn blob_md5(&self, response: &Response) -> Option<brisk_wire::checksum::Md5Digest> {
+        if self.is_azure() {
+            stored_blob_md5(response.head())
+        } else {
+            None
+        }
+    }
+
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget
     /// (waiting while the budget is full). The buffer is sized from the response's `Content-Length`,
     /// so nothing is reserved before the head arrives; it is one allocation whatever the size (from
@@ -273,6 +289,7 @@ impl Client {
         let response = self.send(&whole_object_get(bucket, key)).await?;
         let expected = stored_checksum(response.head());
         let composite = composite_with_etag(&response);
+        let blob_md5 = self.blob_md5(&response);
         let length = body_length(&response)?;
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
@@ -288,6 +305,9 @@ impl Client {
             self.verify_composite(bucket, key, &etag, &composite, &buf)
                 .await?;
         }
+        if let Some(md5) = blob_md5 {
+            verify_md5(bucket, key, &md5, &buf)?;
+        }
         Ok(buf)
     }
 
@@ -301,6 +321,7 @@ impl Client {
         let response = self.send(&whole_object_get(bucket, key)).await?;
         let expected = stored_checksum(response.head());
         let composite = composite_with_etag(&response);
+        let blob_md5 = self.blob_md5(&response);
         let length = body_length(&response)?;
         if length > dst.len() as u64 {
             return Err(Error::BufferTooSmall {
@@ -317,6 +338,9 @@ impl Client {
         if let Some((composite, etag)) = composite {
             self.verify_composite(bucket, key, &etag, &composite, &dst[..length])
                 .await?;
+        }
+        if let Some(md5) = blob_md5 {
+            verify_md5(bucket, key, &md5, &dst[..length])?;
         }
         Ok(length)
     }
@@ -491,6 +515,12 @@ impl Client {
     ) -> Result<PutResult> {
         check_bucket(bucket)?;
         check_key(key)?;
+        if self.is_azure() {
+            let crc64 = known
+                .filter(|_| options.checksum == UploadChecksum::Crc64Nvme)
+                .and_then(|k| crate::azure::crc64_from_s3_base64(&k));
+            return self.azure_put_blob(bucket, key, body, options, crc64).await;
+        }
         let checksum = known.unwrap_or_else(|| options.checksum.compute(body));
         let signed = self.signs_payload(options.payload_signing);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
@@ -526,6 +556,9 @@ impl Client {
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         check_bucket(bucket)?;
         check_key(key)?;
+        if self.is_azure() {
+            return self.azure_delete_blob(bucket, key).await;
+        }
         let response = self
             .send(&RequestSpec::new("DELETE", Some(bucket), Some(key)))
             .await?;
@@ -542,6 +575,28 @@ impl Client {
     ) -> Result<DeleteResult> {
         check_bucket(bucket)?;
         let mut total = DeleteResult::default();
+        if self.is_azure() {
+            // Azure has no multi-delete in the blob API (batch is a separate multipart protocol):
+            // one Delete Blob per key, each failure reported as DeleteObjects reports it.
+            for key in keys {
+                let key = key.as_ref();
+                match self.azure_delete_blob(bucket, key).await {
+                    Ok(()) => total.deleted.push(brisk_wire::xml::DeletedObject {
+                        key: key.to_owned(),
+                        ..Default::default()
+                    }),
+                    Err(e) => total.errors.push(brisk_wire::xml::DeleteError {
+                        key: key.to_owned(),
+                        code: e
+                            .service_error()
+                            .map_or_else(|| "ClientError".to_owned(), |s| s.code.clone()),
+                        message: e.to_string(),
+                        ..Default::default()
+                    }),
+                }
+            }
+            return Ok(total);
+        }
         for batch in keys.chunks(DELETE_BATCH) {
             let document = Delete {
                 quiet: true,

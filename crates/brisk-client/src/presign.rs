@@ -35,6 +35,9 @@ impl Client {
     ) -> Result<String> {
         check_bucket(bucket)?;
         check_key(key)?;
+        if self.is_azure() {
+            return self.azure_presign(method, bucket, key, expires, now);
+        }
         let target = self.target(Some(bucket), Some(key));
         let headers: [(&str, &[u8]); 1] = [("host", target.host_header.as_bytes())];
         let request = SignableRequest {

@@ -58,6 +58,7 @@ impl Client {
         check_bucket(bucket)?;
         check_key(key)?;
         crate::transfer::check_upload_options(&options)?;
+        let options = self.with_dialect_checksum(options);
         let first_size = stream_part_size(options.part_size, 1);
         let block = self.buffer_pool().get(first_size).await?;
         let (block, len) = fill(reader, block, first_size).await?;

@@ -32,7 +32,7 @@ use super::types::{Filled, MAX_PIPELINE_DEPTH, Pipelining, Work};
 use crate::client::Response;
 use crate::error::{Error, ServiceError};
 use crate::pool::PooledConnection;
-use crate::request::{RequestSpec, Target, signed_head};
+use crate::request::{RequestSpec, Target};
 use crate::retry::{RetryDecision, is_stale_reuse};
 
 /// Runs one lane until the batch shuts down.
@@ -167,7 +167,7 @@ impl Lane {
             }
         }
         let scheduler = Arc::clone(&self.scheduler);
-        let (_, signer, counters) = scheduler.client.engine_parts();
+        let (_, dialect, counters) = scheduler.client.engine_parts();
         let mut queued = 0;
         while let Some(work) = self.ready.pop_front() {
             let range = format!("bytes={}-{}", work.start(), work.end() - 1);
@@ -177,7 +177,7 @@ impl Lane {
                 spec = spec.header("if-match", etag.to_string());
             }
             let target = scheduler.client.target(spec.bucket, spec.key);
-            let head = match signed_head(signer, &spec, &target, SystemTime::now()) {
+            let head = match dialect.head(&spec, &target, SystemTime::now()) {
                 Ok(head) => head,
                 Err(e) => {
                     scheduler.fail(work, e);

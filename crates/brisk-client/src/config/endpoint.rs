@@ -22,7 +22,8 @@ impl Scheme {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    /// `http` or `https`.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Http => "http",
             Self::Https => "https",

@@ -14,8 +14,12 @@
 //! `https://s3.<region>.amazonaws.com` with virtual-hosted addressing; with a custom endpoint it uses
 //! path style, which every self-hosted server accepts.
 //!
+//! A client for Azure Blob Storage ([`ClientBuilder::azure`]) is configured the Azure way instead
+//! (connection string, account and key or SAS): see [`azure`].
+//!
 //! The environment is read through [`Environment`] so tests can pass a fixed one.
 
+pub mod azure;
 mod endpoint;
 mod ini;
 
@@ -26,6 +30,7 @@ use std::time::Duration;
 use brisk_mem::MemoryBudget;
 use brisk_wire::sigv4::Credentials;
 
+pub use azure::{AzureConfig, AzureCredentials, AzureSettings};
 pub use endpoint::{Addressing, Endpoint, Scheme, is_virtual_host_compatible};
 pub use ini::{IniError, IniFile};
 
@@ -101,6 +106,9 @@ pub enum ConfigError {
     /// `s3 = addressing_style` holds something other than `path`, `virtual` or `auto`.
     #[error("addressing_style {0:?} is not path, virtual or auto")]
     InvalidAddressingStyle(String),
+    /// The Azure settings are incomplete or malformed (`reason` says how).
+    #[error("Azure: {reason}")]
+    InvalidAzure { reason: String },
 }
 
 /// Where configuration values come from besides the builder: environment variables and files.
@@ -180,6 +188,9 @@ pub struct ClientConfig {
     /// PEM file of the certificate authorities trusted for `https://` endpoints instead of the
     /// system's roots.
     pub ca_bundle: Option<PathBuf>,
+    /// `Some`: the client speaks Azure Blob Storage to this account (and `region`, `credentials`
+    /// and `addressing` are unused); `None`: S3.
+    pub azure: Option<AzureConfig>,
 }
 
 /// Builds a `Client` ([`build`](Self::build)): set what you know, the rest comes from the
@@ -200,6 +211,7 @@ pub struct ClientBuilder {
     memory_budget: Option<MemoryBudget>,
     pool_retention: Option<usize>,
     ca_bundle: Option<PathBuf>,
+    azure: Option<AzureSettings>,
 }
 
 impl ClientBuilder {
@@ -298,13 +310,25 @@ impl ClientBuilder {
         self
     }
 
+    /// Speak Azure Blob Storage instead of S3, with `settings` completed from the `AZURE_STORAGE_*`
+    /// environment ([`azure`]). The endpoint, timeouts, connections, retries, memory budget and CA
+    /// bundle are set as for S3; AWS credentials, region and addressing are not looked up.
+    pub fn azure(mut self, settings: AzureSettings) -> Self {
+        self.azure = Some(settings);
+        self
+    }
+
     /// Resolves the configuration from the builder, the process environment and the shared files.
     pub fn resolve(self) -> Result<ClientConfig, ConfigError> {
         self.resolve_with(&ProcessEnvironment)
     }
 
     /// Resolves the configuration from the builder and `env`.
-    pub fn resolve_with(self, env: &dyn Environment) -> Result<ClientConfig, ConfigError> {
+    pub fn resolve_with(mut self, env: &dyn Environment) -> Result<ClientConfig, ConfigError> {
+        if let Some(settings) = self.azure.take() {
+            let (azure, endpoint) = settings.resolve(env, self.endpoint.take(), self.anonymous)?;
+            return self.finish(env, None, endpoint, Some(azure));
+        }
         let profile_name = self
             .profile
             .clone()
@@ -312,19 +336,21 @@ impl ClientBuilder {
             .unwrap_or_else(|| "default".to_owned());
         let files = SharedFiles::load(env, &profile_name)?;
 
-        let credentials = match self.credentials {
+        let credentials = match self.credentials.take() {
             _ if self.anonymous => Credentials::new("", ""),
             Some(c) => c,
             None => resolve_credentials(env, &files, &profile_name)?,
         };
         let region = self
             .region
+            .take()
             .or_else(|| env.var("AWS_REGION"))
             .or_else(|| env.var("AWS_DEFAULT_REGION"))
             .or_else(|| files.config_value("region"))
             .unwrap_or_else(|| DEFAULT_REGION.to_owned());
         let endpoint_url = self
             .endpoint
+            .take()
             .or_else(|| env.var("AWS_ENDPOINT_URL_S3"))
             .or_else(|| env.var("AWS_ENDPOINT_URL"))
             .or_else(|| files.config_value("s3.endpoint_url"))
@@ -344,6 +370,21 @@ impl ClientBuilder {
                 Some(other) => return Err(ConfigError::InvalidAddressingStyle(other.to_owned())),
             },
         };
+        let mut config = self.finish(env, Some(&files), endpoint, None)?;
+        config.region = region;
+        config.credentials = credentials;
+        config.addressing = addressing;
+        Ok(config)
+    }
+
+    /// The settings both services share, resolved; the S3-only ones at their defaults.
+    fn finish(
+        self,
+        env: &dyn Environment,
+        files: Option<&SharedFiles>,
+        endpoint: Endpoint,
+        azure: Option<AzureConfig>,
+    ) -> Result<ClientConfig, ConfigError> {
         let max_connections_per_host = self
             .max_connections_per_host
             .unwrap_or(DEFAULT_MAX_CONNECTIONS_PER_HOST);
@@ -359,10 +400,10 @@ impl ClientBuilder {
         };
         Ok(ClientConfig {
             endpoint,
-            region,
-            credentials,
+            region: DEFAULT_REGION.to_owned(),
+            credentials: Credentials::new("", ""),
             anonymous: self.anonymous,
-            addressing,
+            addressing: Addressing::Path,
             connect_timeout: self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             read_timeout: self.read_timeout.unwrap_or(DEFAULT_READ_TIMEOUT),
             max_connections_per_host,
@@ -373,7 +414,12 @@ impl ClientBuilder {
             ca_bundle: self
                 .ca_bundle
                 .or_else(|| env.var("AWS_CA_BUNDLE").map(PathBuf::from))
-                .or_else(|| files.config_value("ca_bundle").map(PathBuf::from)),
+                .or_else(|| {
+                    files
+                        .and_then(|f| f.config_value("ca_bundle"))
+                        .map(PathBuf::from)
+                }),
+            azure,
         })
     }
 }

@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod azure;
 mod conformance;
 // The conformance suite again, on purpose, against `brisk serve` (see `conformance`'s module docs).
 #[allow(clippy::duplicate_mod)]

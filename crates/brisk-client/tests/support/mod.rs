@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use brisk_client::{Client, ClientBuilder, RetryPolicy};
+use brisk_client::{AzureSettings, Client, ClientBuilder, RetryPolicy};
+use brisk_testkit::azurite::{self, AzuriteProcess};
 use brisk_testkit::minio::MinioProcess;
 use brisk_testkit::serve::InProcessServe;
 use brisk_wire::sigv4::Credentials;
@@ -131,6 +132,37 @@ pub async fn new_bucket(client: &Client, purpose: &str) -> String {
     let name = format!("{purpose}-{}-{n}", std::process::id());
     client.create_bucket(&name).await.expect("create bucket");
     name
+}
+
+/// Azurite (Microsoft's Azure Storage emulator), started at first use; a watchdog ends it when the
+/// test process exits.
+pub fn azurite() -> &'static AzuriteProcess {
+    static SERVER: OnceLock<&'static AzuriteProcess> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        AzuriteProcess::until_exit().unwrap_or_else(|e| panic!("starting Azurite: {e}"))
+    })
+}
+
+/// A builder for an Azure client of Azurite's development account (Shared Key), with fast retries.
+pub fn azure_builder() -> ClientBuilder {
+    Client::builder()
+        .endpoint(azurite().url.clone())
+        .azure(
+            AzureSettings::new()
+                .account(azurite::ACCOUNT)
+                .key(azurite::ACCOUNT_KEY),
+        )
+        .read_timeout(Duration::from_secs(20))
+        .retry(RetryPolicy {
+            max_attempts: 3,
+            initial_backoff: Duration::from_millis(5),
+            max_backoff: Duration::from_millis(50),
+        })
+}
+
+/// An Azure client of Azurite.
+pub fn azure_client() -> Client {
+    azure_builder().build().expect("Azure test client")
 }
 
 /// Deterministic, non-repeating test bytes.

@@ -1,0 +1,97 @@
+//! The seam between the engine and the service it speaks to.
+//!
+//! The engine — the connection pool, exact buffers and the memory budget, the range scheduler and
+//! pipelining, retries and resumed reads, transfer progress, the integrity checks of what lands —
+//! is written once. What differs between services is the *dialect*:
+//!
+//! - how a request is addressed and signed ([`Dialect::target`], [`Dialect::head`]): SigV4 and
+//!   path-style or virtual-hosted buckets for S3; Shared Key, SAS or anonymous, with `x-ms-date`
+//!   and `x-ms-version`, and the account in the host or (emulators) in the path for Azure Blob;
+//! - how an error response is read ([`Dialect::error`]): S3's `<Error>` document and
+//!   `x-amz-request-id`, or Azure's `x-ms-error-code` and `<Error>`, both classified into the one
+//!   [`Error`] by meaning (`BlobNotFound` is [`Error::NoSuchKey`], as `NoSuchKey` is);
+//! - what the operations whose wire forms differ send: listings, single PUTs, how a multipart
+//!   write is staged and committed (S3's CreateMultipartUpload/UploadPart/Complete, Azure's Put
+//!   Block/Put Block List), copies, containers and presigned URLs. Those operations match on the
+//!   dialect where they build their requests (see [`crate::azure`] for the Azure side).
+//!
+//! A request reaches the dialect as a [`RequestSpec`]: method, bucket (container), key (blob),
+//! query, headers and body. The data path's requests (whole and ranged GETs, HEAD, `If-Match`
+//! pins) are the same in both services, so the batch engine, downloads and resumed reads build
+//! them once and the dialect only addresses and signs them.
+
+pub(crate) mod azure;
+pub(crate) mod s3;
+
+use std::time::SystemTime;
+
+use brisk_wire::http::{Headers, RequestHead};
+
+use crate::config::Endpoint;
+use crate::error::Error;
+use crate::request::{RequestSpec, Target};
+
+pub(crate) use azure::AzureDialect;
+pub(crate) use s3::S3Dialect;
+
+/// The service a client speaks.
+#[derive(Debug)]
+pub(crate) enum Dialect {
+    /// Amazon S3 and S3-compatible servers.
+    S3(S3Dialect),
+    /// Azure Blob Storage (block blobs) and its emulator, Azurite.
+    Azure(AzureDialect),
+}
+
+impl Dialect {
+    /// Where a request for `bucket`/`key` goes on `endpoint`.
+    pub(crate) fn target(
+        &self,
+        endpoint: &Endpoint,
+        bucket: Option<&str>,
+        key: Option<&str>,
+    ) -> Target {
+        match self {
+            Self::S3(s3) => s3.target(endpoint, bucket, key),
+            Self::Azure(azure) => azure.target(endpoint, bucket, key),
+        }
+    }
+
+    /// The head of `spec` for `target`, signed (or not) as the service wants, at `now`.
+    pub(crate) fn head(
+        &self,
+        spec: &RequestSpec<'_>,
+        target: &Target,
+        now: SystemTime,
+    ) -> Result<RequestHead, Error> {
+        match self {
+            Self::S3(s3) => s3.head(spec, target, now),
+            Self::Azure(azure) => azure.head(spec, target, now),
+        }
+    }
+
+    /// The error an error response means: `status`, its headers and its body (when it was small
+    /// enough to read).
+    pub(crate) fn error(&self, status: u16, headers: &Headers, body: Option<&[u8]>) -> Error {
+        match self {
+            Self::S3(s3) => s3.error(status, headers, body),
+            Self::Azure(azure) => azure.error(status, headers, body),
+        }
+    }
+
+    /// The prefix of user metadata headers: `x-amz-meta-` or `x-ms-meta-`.
+    pub(crate) fn metadata_prefix(&self) -> &'static str {
+        match self {
+            Self::S3(_) => "x-amz-meta-",
+            Self::Azure(_) => "x-ms-meta-",
+        }
+    }
+
+    /// The Azure dialect, when that is what the client speaks.
+    pub(crate) fn azure(&self) -> Option<&AzureDialect> {
+        match self {
+            Self::Azure(azure) => Some(azure),
+            Self::S3(_) => None,
+        }
+    }
+}
