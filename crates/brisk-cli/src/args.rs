@@ -39,6 +39,8 @@ Examples:
   brisk cp s3://photos/album.tar - | tar t
   brisk ls s3://photos --recursive --human-readable --summarize
   brisk presign s3://photos/2026/holiday.jpg --expires-in 600
+  AZURE_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true brisk cp ./a.jpg az://photos/a.jpg
+  brisk cp az://photos/a.jpg s3://photos/a.jpg
   brisk serve --root ./data --listen 127.0.0.1:9000
   brisk bench --quick
 
@@ -64,6 +66,11 @@ pub struct GlobalArgs {
     /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile, or AWS).
     #[arg(long, global = true, value_name = "URL")]
     pub endpoint_url: Option<String>,
+    /// Azure Blob endpoint for az:// URLs, e.g. http://127.0.0.1:10000/devstoreaccount1 for an
+    /// emulator (default: BlobEndpoint of AZURE_STORAGE_CONNECTION_STRING, else
+    /// https://<AZURE_STORAGE_ACCOUNT>.blob.core.windows.net).
+    #[arg(long, global = true, value_name = "URL")]
+    pub azure_endpoint_url: Option<String>,
     /// Region requests are signed for (default: AWS_REGION, the profile, us-east-1).
     #[arg(long, global = true)]
     pub region: Option<String>,
@@ -97,9 +104,9 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Copy files and objects: local to s3://, s3:// to local, s3:// to s3://, - for stdin/stdout.
+    /// Copy files and objects: local to s3:// or az://, back, between them, - for stdin/stdout.
     Cp(CpArgs),
-    /// List buckets, or objects and prefixes under s3://bucket[/prefix].
+    /// List buckets (az:// lists containers), or objects and prefixes under s3://bucket[/prefix] or az://container[/prefix].
     Ls(LsArgs),
     /// Delete an object, or every object under a prefix with --recursive.
     Rm(RmArgs),
@@ -138,7 +145,7 @@ pub struct CpArgs {
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// s3://bucket[/prefix]; none lists the buckets.
+    /// s3://bucket[/prefix] or az://container[/prefix]; none lists the buckets, az:// the containers.
     pub path: Option<String>,
     /// Every object under the prefix, not only the first level.
     #[arg(long)]

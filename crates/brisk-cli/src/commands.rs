@@ -1,4 +1,5 @@
-//! The S3 commands: what each does, in the AWS CLI's conventions, on `brisk-client`.
+//! The object commands: what each does, in the AWS CLI's conventions, on `brisk-client`, for
+//! `s3://` and `az://` URLs alike.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use crate::args::{
 use crate::context::Context;
 use crate::exit::CliError;
 use crate::filter::Filters;
-use crate::location::{Location, S3Url};
+use crate::location::{Location, ObjectUrl};
 use crate::progress::Progress;
 use crate::size::human;
 use crate::stream;
@@ -42,9 +43,11 @@ pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Resu
 /// One copy to make.
 #[derive(Debug)]
 enum Copy {
-    Upload(PathBuf, S3Url, u64),
-    Download(S3Url, PathBuf, u64),
-    ServerSide(S3Url, S3Url, u64),
+    Upload(PathBuf, ObjectUrl, u64),
+    Download(ObjectUrl, PathBuf, u64),
+    ServerSide(ObjectUrl, ObjectUrl, u64),
+    /// Between services (S3 and Azure): streamed through this process in bounded memory.
+    Relay(ObjectUrl, ObjectUrl, u64),
 }
 
 impl Copy {
@@ -52,27 +55,29 @@ impl Copy {
         match self {
             Copy::Upload(p, u, n) => ("upload", p.display().to_string(), u.to_string(), *n),
             Copy::Download(u, p, n) => ("download", u.to_string(), p.display().to_string(), *n),
-            Copy::ServerSide(a, b, n) => ("copy", a.to_string(), b.to_string(), *n),
+            Copy::ServerSide(a, b, n) | Copy::Relay(a, b, n) => {
+                ("copy", a.to_string(), b.to_string(), *n)
+            }
         }
     }
 }
 
 async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError> {
-    let ctx = &Context {
-        verify_md5_etag: a.verify_md5,
-        ..ctx.clone()
-    };
+    let mut ctx = ctx.clone();
+    ctx.verify_md5_etag = a.verify_md5;
+    let ctx = &ctx;
     let src = Location::parse(&a.source)?;
     let dst = Location::parse(&a.destination)?;
     let label = format!("cp {} {}", a.source, a.destination);
     match (&src, &dst) {
-        (Location::Stream, Location::S3(url)) if !a.recursive => {
+        (Location::Stream, Location::Remote(url)) if !a.recursive => {
             if a.select.dryrun {
                 return dry(ctx, "upload", "-", &url.to_string());
             }
             if url.key.is_empty() || url.key.ends_with('/') {
                 return Err(CliError::Usage(format!(
-                    "{label}: uploading stdin needs a full key (s3://bucket/key)"
+                    "{label}: uploading stdin needs a full key ({}bucket/key)",
+                    url.service.prefix()
                 )));
             }
             let n = stream::stdin_to_object(ctx, url).await?;
@@ -82,17 +87,17 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError>
             );
             Ok(())
         }
-        (Location::S3(url), Location::Stream) if !a.recursive => {
+        (Location::Remote(url), Location::Stream) if !a.recursive => {
             if a.select.dryrun {
                 return dry(ctx, "download", &url.to_string(), "-");
             }
             stream::object_to_stdout(ctx, url).await.map(|_| ())
         }
         (Location::Stream, _) | (_, Location::Stream) => Err(CliError::Usage(format!(
-            "{label}: - streams one object between stdin/stdout and s3:// (not with --recursive)"
+            "{label}: - streams one object between stdin/stdout and s3:// or az:// (not with --recursive)"
         ))),
         (Location::Local(_), Location::Local(_)) => Err(CliError::Usage(format!(
-            "{label}: at least one side must be an s3:// URL"
+            "{label}: at least one side must be an s3:// or az:// URL"
         ))),
         _ => {
             let plan = if a.recursive {
@@ -123,7 +128,7 @@ fn dry(ctx: &Context, action: &str, from: &str, to: &str) -> Result<(), CliError
 /// the source's name.
 async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Copy, CliError> {
     match (src, dst) {
-        (Location::Local(path), Location::S3(url)) => {
+        (Location::Local(path), Location::Remote(url)) => {
             let meta = std::fs::metadata(path)
                 .map_err(|e| CliError::local(format!("read {}", path.display()), e))?;
             if meta.is_dir() {
@@ -143,10 +148,10 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
             };
             Ok(Copy::Upload(path.clone(), url.with_key(key), meta.len()))
         }
-        (Location::S3(url), Location::Local(path)) => {
+        (Location::Remote(url), Location::Local(path)) => {
             require_key(url)?;
             let meta = ctx
-                .head(&url.bucket, &url.key)
+                .head(url)
                 .await
                 .map_err(|e| CliError::s3(format!("cp {url}"), e))?;
             let into_dir = path.is_dir() || path.to_string_lossy().ends_with('/');
@@ -157,10 +162,10 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
             };
             Ok(Copy::Download(url.clone(), target, meta.content_length))
         }
-        (Location::S3(from), Location::S3(to)) => {
+        (Location::Remote(from), Location::Remote(to)) => {
             require_key(from)?;
             let meta = ctx
-                .head(&from.bucket, &from.key)
+                .head(from)
                 .await
                 .map_err(|e| CliError::s3(format!("cp {from}"), e))?;
             let key = if to.key.is_empty() || to.key.ends_with('/') {
@@ -168,7 +173,7 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
             } else {
                 to.key.clone()
             };
-            Ok(Copy::ServerSide(
+            Ok(remote_copy(
                 from.clone(),
                 to.with_key(key),
                 meta.content_length,
@@ -178,7 +183,16 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
     }
 }
 
-fn require_key(url: &S3Url) -> Result<(), CliError> {
+/// A copy between two objects: on the server within one service, streamed between two.
+fn remote_copy(from: ObjectUrl, to: ObjectUrl, size: u64) -> Copy {
+    if from.service == to.service {
+        Copy::ServerSide(from, to, size)
+    } else {
+        Copy::Relay(from, to, size)
+    }
+}
+
+fn require_key(url: &ObjectUrl) -> Result<(), CliError> {
     if url.key.is_empty() || url.key.ends_with('/') {
         return Err(CliError::Usage(format!(
             "{url} names a prefix, not an object (use --recursive)"
@@ -205,7 +219,7 @@ async fn plan_recursive(
 ) -> Result<Vec<Copy>, CliError> {
     let mut plan = Vec::new();
     match (src, dst) {
-        (Location::Local(dir), Location::S3(url)) => {
+        (Location::Local(dir), Location::Remote(url)) => {
             let prefix = as_prefix(&url.key);
             let mut files = Vec::new();
             walk(dir, "", &mut files)?;
@@ -219,7 +233,7 @@ async fn plan_recursive(
                 }
             }
         }
-        (Location::S3(url), _) => {
+        (Location::Remote(url), _) => {
             let prefix = as_prefix(&url.key);
             for entry in list_all(ctx, url, &prefix).await? {
                 let relative = entry.key[prefix.len()..].to_owned();
@@ -229,7 +243,7 @@ async fn plan_recursive(
                 let from = url.with_key(entry.key.clone());
                 plan.push(match dst {
                     Location::Local(dir) => Copy::Download(from, dir.join(&relative), entry.size),
-                    Location::S3(to) => Copy::ServerSide(
+                    Location::Remote(to) => remote_copy(
                         from,
                         to.with_key(format!("{}{relative}", as_prefix(&to.key))),
                         entry.size,
@@ -273,8 +287,12 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Re
 }
 
 /// Every object under `prefix`, page by page.
-async fn list_all(ctx: &Context, url: &S3Url, prefix: &str) -> Result<Vec<ObjectEntry>, CliError> {
-    let mut listing = ctx.client.list(
+async fn list_all(
+    ctx: &Context,
+    url: &ObjectUrl,
+    prefix: &str,
+) -> Result<Vec<ObjectEntry>, CliError> {
+    let mut listing = ctx.client(url)?.list(
         &url.bucket,
         ListOptions {
             prefix: (!prefix.is_empty()).then(|| prefix.to_owned()),
@@ -290,7 +308,7 @@ async fn list_all(ctx: &Context, url: &S3Url, prefix: &str) -> Result<Vec<Object
 
 async fn next_page(
     listing: &mut brisk_client::ListObjects,
-    url: &S3Url,
+    url: &ObjectUrl,
 ) -> Result<Option<ListPage>, CliError> {
     listing
         .next_page()
@@ -368,7 +386,7 @@ async fn copy_one(ctx: &Context, copy: &Copy, counter: &TransferProgress) -> Res
     let options = || ctx.transfer_options(Some(counter.clone()));
     match copy {
         Copy::Upload(path, url, _) => ctx
-            .client
+            .client(url)?
             .upload(&url.bucket, &url.key, path, options())
             .await
             .map(|_| ())
@@ -378,14 +396,14 @@ async fn copy_one(ctx: &Context, copy: &Copy, counter: &TransferProgress) -> Res
                 std::fs::create_dir_all(parent)
                     .map_err(|e| CliError::local(format!("create {}", parent.display()), e))?;
             }
-            ctx.client
+            ctx.client(url)?
                 .download(&url.bucket, &url.key, path, options())
                 .await
                 .map(|_| ())
                 .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))
         }
         Copy::ServerSide(from, to, size) => {
-            ctx.client
+            ctx.client(from)?
                 .copy_object(
                     &from.bucket,
                     &from.key,
@@ -402,6 +420,7 @@ async fn copy_one(ctx: &Context, copy: &Copy, counter: &TransferProgress) -> Res
             counter.add(*size);
             Ok(())
         }
+        Copy::Relay(from, to, _) => stream::relay(ctx, from, to, counter).await.map(|_| ()),
     }
 }
 
@@ -421,7 +440,7 @@ fn rfc3339(t: OffsetDateTime) -> String {
 async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
     let Some(path) = a.path else {
         let buckets = ctx
-            .client
+            .client_of(crate::location::Service::S3)?
             .list_buckets()
             .await
             .map_err(|e| CliError::s3("list buckets", e))?;
@@ -433,7 +452,10 @@ async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
         }
         return Ok(());
     };
-    let url = S3Url::parse(&path)?;
+    if path == "az://" {
+        return list_containers(ctx).await;
+    }
+    let url = ObjectUrl::parse(&path)?;
     let size_text = |n: u64| {
         if a.human_readable {
             human(n)
@@ -441,7 +463,7 @@ async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
             n.to_string()
         }
     };
-    let mut listing = ctx.client.list(
+    let mut listing = ctx.client(&url)?.list(
         &url.bucket,
         ListOptions {
             prefix: (!url.key.is_empty()).then(|| url.key.clone()),
@@ -496,16 +518,32 @@ async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `ls az://`: the account's containers (`ls` alone lists S3 buckets, as the AWS CLI does).
+async fn list_containers(ctx: &Context) -> Result<(), CliError> {
+    let containers = ctx
+        .client_of(crate::location::Service::Azure)?
+        .list_buckets()
+        .await
+        .map_err(|e| CliError::s3("list containers", e))?;
+    for b in containers {
+        ctx.report(
+            || format!("{} {}", timestamp(b.creation_date), b.name),
+            || json!({"type": "container", "name": b.name, "last_modified": rfc3339(b.creation_date)}),
+        );
+    }
+    Ok(())
+}
+
 // ----- rm, mb, rb ------------------------------------------------------------------------------
 
 async fn rm(ctx: &Context, a: RmArgs, filters: &Filters) -> Result<(), CliError> {
-    let url = S3Url::parse(&a.path)?;
+    let url = ObjectUrl::parse(&a.path)?;
     if !a.recursive {
         require_key(&url)?;
         if a.select.dryrun {
             return dry_delete(ctx, &url);
         }
-        ctx.client
+        ctx.client(&url)?
             .delete(&url.bucket, &url.key)
             .await
             .map_err(|e| CliError::s3(format!("delete {url}"), e))?;
@@ -520,7 +558,7 @@ async fn rm(ctx: &Context, a: RmArgs, filters: &Filters) -> Result<(), CliError>
     delete_under(ctx, &url, &prefix, filters, a.select.dryrun).await
 }
 
-fn dry_delete(ctx: &Context, url: &S3Url) -> Result<(), CliError> {
+fn dry_delete(ctx: &Context, url: &ObjectUrl) -> Result<(), CliError> {
     ctx.report(
         || format!("(dryrun) delete: {url}"),
         || json!({"action": "delete", "target": url.to_string(), "dryrun": true}),
@@ -528,7 +566,7 @@ fn dry_delete(ctx: &Context, url: &S3Url) -> Result<(), CliError> {
     Ok(())
 }
 
-fn report_delete(ctx: &Context, url: &S3Url) {
+fn report_delete(ctx: &Context, url: &ObjectUrl) {
     ctx.report(
         || format!("delete: {url}"),
         || json!({"action": "delete", "target": url.to_string()}),
@@ -539,12 +577,12 @@ fn report_delete(ctx: &Context, url: &S3Url) {
 /// keys, S3's batch limit), so memory stays one page whatever the number of objects.
 async fn delete_under(
     ctx: &Context,
-    url: &S3Url,
+    url: &ObjectUrl,
     prefix: &str,
     filters: &Filters,
     dryrun: bool,
 ) -> Result<(), CliError> {
-    let mut listing = ctx.client.list(
+    let mut listing = ctx.client(url)?.list(
         &url.bucket,
         ListOptions {
             prefix: (!prefix.is_empty()).then(|| prefix.to_owned()),
@@ -570,7 +608,7 @@ async fn delete_under(
             continue;
         }
         let result = ctx
-            .client
+            .client(url)?
             .delete_many(&url.bucket, &keys)
             .await
             .map_err(|e| CliError::s3(format!("delete under {url}"), e))?;
@@ -595,11 +633,12 @@ async fn delete_under(
     }
 }
 
-fn bucket_of(text: &str) -> Result<S3Url, CliError> {
-    let url = S3Url::parse(text)?;
+fn bucket_of(text: &str) -> Result<ObjectUrl, CliError> {
+    let url = ObjectUrl::parse(text)?;
     if !url.key.is_empty() {
         return Err(CliError::Usage(format!(
-            "{text}: give a bucket (s3://bucket), not a key"
+            "{text}: give a bucket ({}bucket), not a key",
+            url.service.prefix()
         )));
     }
     Ok(url)
@@ -607,7 +646,7 @@ fn bucket_of(text: &str) -> Result<S3Url, CliError> {
 
 async fn mb(ctx: &Context, a: BucketArgs) -> Result<(), CliError> {
     let url = bucket_of(&a.bucket)?;
-    ctx.client
+    ctx.client(&url)?
         .create_bucket(&url.bucket)
         .await
         .map_err(|e| CliError::s3(format!("make bucket {}", url.bucket), e))?;
@@ -623,7 +662,7 @@ async fn rb(ctx: &Context, a: RbArgs) -> Result<(), CliError> {
     if a.force {
         delete_under(ctx, &url, "", &Filters::default(), false).await?;
     }
-    ctx.client
+    ctx.client(&url)?
         .delete_bucket(&url.bucket)
         .await
         .map_err(|e| CliError::s3(format!("remove bucket {}", url.bucket), e))?;
@@ -637,19 +676,20 @@ async fn rb(ctx: &Context, a: RbArgs) -> Result<(), CliError> {
 // ----- cat, presign ----------------------------------------------------------------------------
 
 async fn cat(ctx: &Context, a: CatArgs) -> Result<(), CliError> {
-    let url = S3Url::parse(&a.path)?;
+    let url = ObjectUrl::parse(&a.path)?;
     require_key(&url)?;
     stream::object_to_stdout(ctx, &url).await.map(|_| ())
 }
 
 fn presign(ctx: &Context, a: PresignArgs) -> Result<(), CliError> {
-    let url = S3Url::parse(&a.path)?;
+    let url = ObjectUrl::parse(&a.path)?;
     require_key(&url)?;
     let expires = Duration::from_secs(a.expires_in);
+    let client = ctx.client(&url)?;
     let signed = if a.put {
-        ctx.client.presign_put(&url.bucket, &url.key, expires)
+        client.presign_put(&url.bucket, &url.key, expires)
     } else {
-        ctx.client.presign_get(&url.bucket, &url.key, expires)
+        client.presign_get(&url.bucket, &url.key, expires)
     }
     .map_err(|e| CliError::s3(format!("presign {url}"), e))?;
     if ctx.json {

@@ -1,19 +1,27 @@
-//! What every S3 command shares: the client built from the global options, and how to print
-//! results.
+//! What every object command shares: the clients built from the global options (one for `s3://`,
+//! one for `az://`, each built the first time a URL of its service is used, so an Azure command
+//! needs no AWS credentials and the other way round), and how to print results.
 
-use brisk_client::{Client, TransferOptions, TransferProgress};
+use std::sync::{Arc, OnceLock};
+
+use brisk_client::{AzureSettings, Client, TransferOptions, TransferProgress};
 use brisk_mem::{BufferPool, MemoryBudget};
 
 use crate::args::GlobalArgs;
 use crate::exit::CliError;
+use crate::location::{ObjectUrl, Service};
 
 /// The largest buffer a stream uses per range or part: the pool's largest block (8 MiB).
 pub const MAX_STREAM_PART: usize = brisk_mem::MAX_BLOCK_SIZE;
 
-/// The client, options and output settings of one command (cloning shares the client).
+/// The clients, options and output settings of one command (cloning shares the clients).
 #[derive(Debug, Clone)]
 pub struct Context {
-    pub client: Client,
+    global: Arc<GlobalArgs>,
+    /// The memory budget both clients share: `--max-memory` caps the command, not each service.
+    budget: Option<MemoryBudget>,
+    s3: Arc<OnceLock<Client>>,
+    azure: Arc<OnceLock<Client>>,
     pub json: bool,
     pub quiet: bool,
     pub concurrency: usize,
@@ -23,40 +31,83 @@ pub struct Context {
 }
 
 impl Context {
-    /// Builds the client from the global options (then environment, then profile).
+    /// Checks the global options; the clients are built when first used ([`client`](Self::client)).
     pub fn new(g: &GlobalArgs) -> Result<Self, CliError> {
-        let mut builder = Client::builder().max_connections_per_host(g.concurrency.max(1) + 1);
-        if let Some(url) = &g.endpoint_url {
-            builder = builder.endpoint(url.clone());
-        }
-        if let Some(region) = &g.region {
-            builder = builder.region(region.clone());
-        }
-        if let Some(profile) = &g.profile {
-            builder = builder.profile(profile.clone());
-        }
-        if g.no_sign_request {
-            // No credentials are looked up and no request carries an Authorization header.
-            builder = builder.anonymous(true);
-        }
-        if let Some(bytes) = g.max_memory {
-            let block = BufferPool::block_size_for(g.part_size.min(MAX_STREAM_PART));
-            if bytes < block {
-                return Err(CliError::Usage(format!(
-                    "--max-memory {bytes} bytes cannot hold one {block}-byte part buffer; give at least {block} bytes or a smaller --part-size"
-                )));
+        let budget = match g.max_memory {
+            Some(bytes) => {
+                let block = BufferPool::block_size_for(g.part_size.min(MAX_STREAM_PART));
+                if bytes < block {
+                    return Err(CliError::Usage(format!(
+                        "--max-memory {bytes} bytes cannot hold one {block}-byte part buffer; give at least {block} bytes or a smaller --part-size"
+                    )));
+                }
+                Some(MemoryBudget::new(bytes))
             }
-            builder = builder.memory_budget(MemoryBudget::new(bytes));
-        }
-        let client = builder.build()?;
+            None => None,
+        };
         Ok(Self {
-            client,
+            global: Arc::new(g.clone()),
+            budget,
+            s3: Arc::default(),
+            azure: Arc::default(),
             json: g.json,
             quiet: g.quiet,
             concurrency: g.concurrency.max(1),
             part_size: g.part_size,
             verify_md5_etag: false,
         })
+    }
+
+    /// The client for `url`'s service.
+    pub fn client(&self, url: &ObjectUrl) -> Result<&Client, CliError> {
+        self.client_of(url.service)
+    }
+
+    /// The client of `service`, built from the global options (then environment, then profile or
+    /// `AZURE_STORAGE_*`) the first time it is asked for.
+    pub fn client_of(&self, service: Service) -> Result<&Client, CliError> {
+        let cell = match service {
+            Service::S3 => &self.s3,
+            Service::Azure => &self.azure,
+        };
+        if let Some(client) = cell.get() {
+            return Ok(client);
+        }
+        let client = self.build(service)?;
+        // Another task may have built one meanwhile; either serves.
+        Ok(cell.get_or_init(|| client))
+    }
+
+    fn build(&self, service: Service) -> Result<Client, CliError> {
+        let g = &self.global;
+        let mut builder = Client::builder().max_connections_per_host(g.concurrency.max(1) + 1);
+        match service {
+            Service::S3 => {
+                if let Some(url) = &g.endpoint_url {
+                    builder = builder.endpoint(url.clone());
+                }
+                if let Some(region) = &g.region {
+                    builder = builder.region(region.clone());
+                }
+                if let Some(profile) = &g.profile {
+                    builder = builder.profile(profile.clone());
+                }
+            }
+            Service::Azure => {
+                if let Some(url) = &g.azure_endpoint_url {
+                    builder = builder.endpoint(url.clone());
+                }
+                builder = builder.azure(AzureSettings::new());
+            }
+        }
+        if g.no_sign_request {
+            // No credentials are looked up and no request carries an Authorization header.
+            builder = builder.anonymous(true);
+        }
+        if let Some(budget) = &self.budget {
+            builder = builder.memory_budget(budget.clone());
+        }
+        Ok(builder.build()?)
     }
 
     /// The client's transfer options from `--part-size` and `--concurrency`, counting completed
@@ -71,21 +122,26 @@ impl Context {
         }
     }
 
-    /// HEAD of `bucket`/`key`. A HEAD 404 has no body to say whether the key or the bucket is
-    /// missing, so a one-key listing tells them apart and the error names the right one.
+    /// HEAD of `url`. A HEAD 404 has no body to say whether the key or the bucket is missing, so
+    /// a one-key listing tells them apart and the error names the right one.
     pub async fn head(
         &self,
-        bucket: &str,
-        key: &str,
+        url: &ObjectUrl,
     ) -> Result<brisk_client::ObjectMeta, brisk_client::Error> {
-        match self.client.head(bucket, key).await {
+        let client = self
+            .client(url)
+            .map_err(|e| brisk_client::Error::InvalidArgument {
+                what: e.to_string(),
+            })?;
+        let (bucket, key) = (url.bucket.as_str(), url.key.as_str());
+        match client.head(bucket, key).await {
             Err(brisk_client::Error::NoSuchKey(e)) => {
                 let probe = brisk_client::ListOptions {
                     prefix: Some(key.to_owned()),
                     max_keys: Some(1),
                     ..Default::default()
                 };
-                match self.client.list(bucket, probe).next_page().await {
+                match client.list(bucket, probe).next_page().await {
                     Err(missing @ brisk_client::Error::NoSuchBucket(_)) => Err(missing),
                     _ => Err(brisk_client::Error::NoSuchKey(e)),
                 }

@@ -80,12 +80,6 @@ impl Progress {
         self.done.clone()
     }
 
-    /// Counts `n` more bytes done.
-    pub fn add(&self, n: u64) {
-        self.done.add(n);
-        self.refresh();
-    }
-
     /// Moves the bar to the counter, drawing it once the work has lasted [`SHOW_AFTER`].
     fn refresh(&self) {
         if let Some(bar) = &self.bar {

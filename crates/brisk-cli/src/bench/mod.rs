@@ -167,7 +167,7 @@ async fn run_checked(global: &GlobalArgs, args: &BenchArgs) -> Result<(), BenchE
     let mut plan = Plan::from_args(args)?;
     let status = Status::new(global.quiet);
     let mut notes = Vec::new();
-    if global.endpoint_url.is_some() && plan.has(CaseKind::Server) {
+    if external_endpoint(global).is_some() && plan.has(CaseKind::Server) {
         plan.cases.retain(|c| *c != CaseKind::Server);
         notes.push(
             "server: not run against --endpoint-url (it reads the embedded server's process)"
@@ -324,9 +324,8 @@ async fn in_session<T>(
     clean_up(&client, &bucket, &written, created_bucket).await;
     Ok(Ran {
         outcome: outcome?,
-        endpoint: global
-            .endpoint_url
-            .clone()
+        endpoint: external_endpoint(global)
+            .cloned()
             .unwrap_or_else(|| "embedded".to_owned()),
         server: server
             .as_ref()
@@ -351,7 +350,7 @@ async fn start_server(
     tls: Option<&server::TlsFiles>,
     status: &Status,
 ) -> Result<Option<ServerProcess>, BenchError> {
-    if global.endpoint_url.is_some() {
+    if external_endpoint(global).is_some() {
         return Ok(None);
     }
     status.show("starting the embedded server");
@@ -364,6 +363,15 @@ async fn start_server(
         .await
         .map_err(|e| CliError::local("start the embedded server", std::io::Error::other(e)))?;
     Ok(Some(started?))
+}
+
+/// The endpoint a benchmark runs against instead of the embedded server: `--endpoint-url` (S3),
+/// or `--azure-endpoint-url` (Azure Blob, configured from `AZURE_STORAGE_*`).
+pub(crate) fn external_endpoint(global: &GlobalArgs) -> Option<&String> {
+    global
+        .endpoint_url
+        .as_ref()
+        .or(global.azure_endpoint_url.as_ref())
 }
 
 /// Transfers (and the objects' set-up) use the CLI's `--part-size` and `--concurrency`.
@@ -404,6 +412,12 @@ fn build_client(
             if let Some(tls) = tls {
                 builder = builder.ca_bundle(tls.certificate.clone());
             }
+        }
+        None if global.endpoint_url.is_none() && global.azure_endpoint_url.is_some() => {
+            builder = builder
+                .endpoint(global.azure_endpoint_url.clone().unwrap_or_default())
+                .azure(brisk_client::AzureSettings::new())
+                .anonymous(global.no_sign_request);
         }
         None => {
             if let Some(url) = &global.endpoint_url {

@@ -101,7 +101,7 @@ impl RandomPlan {
             DEFAULT_DURATION
         });
         let object = match &args.key {
-            Some(_) if global.endpoint_url.is_none() => {
+            Some(_) if super::external_endpoint(global).is_none() => {
                 return Err(CliError::Usage(
                     "bench random: --key reads an existing object of --endpoint-url; without \
                      --endpoint-url the benchmark writes its own object (--object-size)"

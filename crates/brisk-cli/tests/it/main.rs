@@ -6,6 +6,7 @@
 mod support;
 
 mod access_log;
+mod azure;
 mod bench;
 mod boto3;
 mod commands;
