@@ -263,3 +263,126 @@ fn stdin_and_stdout_stream_with_az_urls() {
     assert!(out.status.success());
     assert!(out.stdout == body);
 }
+
+/// Runs `brisk args` with `env`, sampling its peak resident set (VmHWM) while it runs; returns the
+/// output and the peak in bytes.
+fn run_measured(args: &[&str], env: &[(&str, &str)]) -> (Output, u64) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brisk"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status_path = format!("/proc/{}/status", child.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    let mut peak = 0u64;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path)
+            && let Some(kib) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        {
+            peak = peak.max(kib * 1024);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "brisk {args:?} ran for 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    (
+        Output {
+            status,
+            stdout,
+            stderr,
+        },
+        peak,
+    )
+}
+
+/// A GiB up to Azure and back down, each in memory bounded by `--max-memory`, not by the blob.
+#[test]
+fn a_gib_goes_up_and_down_in_bounded_memory() {
+    const GIB: usize = 1 << 30;
+    const LIMIT: u64 = 200 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let azurite = AzuriteProcess::start(&dir.path().join("azurite"));
+    let conn = azurite.connection_string();
+    let env = [("AZURE_STORAGE_CONNECTION_STRING", conn.as_str())];
+    let source = dir.path().join("gib.bin");
+    {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&source).unwrap());
+        let chunk = pattern(1 << 20, 5);
+        for i in 0..(GIB >> 20) {
+            let mut c = chunk.clone();
+            c[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            f.write_all(&c).unwrap();
+        }
+    }
+    ok(&run_measured(&["mb", "az://gib"], &env).0);
+    let (up, up_peak) = run_measured(
+        &[
+            "cp",
+            source.to_str().unwrap(),
+            "az://gib/blob",
+            "--max-memory",
+            "96MiB",
+            "-q",
+        ],
+        &env,
+    );
+    ok(&up);
+    let target = dir.path().join("back.bin");
+    let (down, down_peak) = run_measured(
+        &[
+            "cp",
+            "az://gib/blob",
+            target.to_str().unwrap(),
+            "--max-memory",
+            "96MiB",
+            "-q",
+        ],
+        &env,
+    );
+    ok(&down);
+    println!("1 GiB to Azurite: peak RSS {up_peak} bytes; back: {down_peak} bytes");
+    assert!(up_peak < LIMIT, "upload peak RSS {up_peak}");
+    assert!(down_peak < LIMIT, "download peak RSS {down_peak}");
+    assert_eq!(std::fs::metadata(&target).unwrap().len(), GIB as u64);
+    let same = {
+        use std::io::Read;
+        let (mut a, mut b) = (
+            std::fs::File::open(&source).unwrap(),
+            std::fs::File::open(&target).unwrap(),
+        );
+        let (mut x, mut y) = (vec![0u8; 1 << 20], vec![0u8; 1 << 20]);
+        (0..(GIB >> 20)).all(|_| {
+            a.read_exact(&mut x).unwrap();
+            b.read_exact(&mut y).unwrap();
+            x == y
+        })
+    };
+    assert!(same, "the GiB came back different");
+}
