@@ -4,12 +4,13 @@ transfer (after imports and the client's set-up), and the bytes moved.
 
   azure_sdk_client.py CONN CONTAINER BLOB CASE [FILE]
 
-CASE: readall (download_blob().readall()), readall4 (max_concurrency=4), readinto (into a
-preallocated bytearray), download (readinto an open file, max_concurrency=4), upload (upload_blob of
+CASE: readall (download_blob().readall()), readall4 (max_concurrency=4), readinto (max_concurrency=4,
+into a preallocated bytearray through a seekable stream over it), download (readinto an open file, max_concurrency=4), upload (upload_blob of
 FILE, max_concurrency=4), random (QD 64 of 256 KiB ranges for 5 s: 64 threads, download_blob with
 offset/length).
 """
 
+import io
 import json
 import os
 import random
@@ -19,6 +20,33 @@ import threading
 import time
 
 from azure.storage.blob import BlobServiceClient
+
+
+class IntoBuffer(io.RawIOBase):
+    """A preallocated buffer as the seekable stream `readinto` writes to (the SDK takes a stream)."""
+
+    def __init__(self, buf):
+        self.view = memoryview(buf)
+        self.pos = 0
+
+    def writable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def seek(self, pos, whence=io.SEEK_SET):
+        self.pos = pos if whence == io.SEEK_SET else self.pos + pos
+        return self.pos
+
+    def tell(self):
+        return self.pos
+
+    def write(self, b):
+        n = len(b)
+        self.view[self.pos:self.pos + n] = b
+        self.pos += n
+        return n
 
 
 def rss_bytes():
@@ -46,7 +74,7 @@ def main():
         assert len(data) == size
     elif case == "readinto":
         buf = bytearray(size)
-        n = blob.download_blob(max_concurrency=4).readinto(memoryview(buf))
+        n = blob.download_blob(max_concurrency=4).readinto(IntoBuffer(buf))
         assert n == size
     elif case == "download":
         with open(path, "wb") as f:

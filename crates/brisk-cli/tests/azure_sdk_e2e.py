@@ -7,6 +7,7 @@ Run by tests/it/azure.rs, in steps, each a subcommand:
       MD5 of their bytes.
   write CONN CONTAINER DIR   the SDK writes `sdk-single` (one upload_blob) and `sdk-blocks`
       (three stage_block and a commit_block_list), and their bytes to DIR for brisk to compare.
+  make-public CONN CONTAINER  the container's blobs become readable anonymously (public access "blob").
   read-url URL FILE          the SDK reads a URL (brisk's presigned SAS URL) with no credentials,
       and the bytes equal FILE.
 """
@@ -57,6 +58,13 @@ def write(conn, container, directory):
     print("ok: wrote sdk-single and sdk-blocks")
 
 
+def make_public(conn, container):
+    service = BlobServiceClient.from_connection_string(conn)
+    service.get_container_client(container).set_container_access_policy(
+        signed_identifiers={}, public_access="blob")
+    print(f"ok: {container} is public")
+
+
 def read_url(url, path):
     got = BlobClient.from_blob_url(url).download_blob().readall()
     assert got == open(path, "rb").read(), "the presigned URL read different bytes"
@@ -69,6 +77,8 @@ if __name__ == "__main__":
         check_brisk_wrote(args[0], args[1], args[2], args[3:])
     elif step == "write":
         write(*args)
+    elif step == "make-public":
+        make_public(*args)
     elif step == "read-url":
         read_url(*args)
     else:

@@ -186,6 +186,15 @@ fn cp_ls_cat_rm_presign_with_az_urls_and_the_azure_sdk() {
     let sdk_out = sdk(&["read-url", url.trim(), big.to_str().unwrap()]);
     assert!(sdk_out.contains("ok: read"), "{sdk_out}");
 
+    // Anonymous reads of a public container: no Authorization at all.
+    let private = run(&["--no-sign-request", "cat", "az://things/small.txt"]);
+    assert!(!private.status.success(), "a private container refuses anonymous reads");
+    sdk(&["make-public", &conn, "things"]);
+    assert_eq!(
+        ok(&run(&["--no-sign-request", "cat", "az://things/small.txt"])),
+        "hello azure\n"
+    );
+
     // Between services, both ways, through this process in bounded memory.
     ok(&run(&[
         "cp",
