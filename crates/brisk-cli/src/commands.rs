@@ -16,7 +16,7 @@ use crate::args::{
 use crate::context::Context;
 use crate::exit::CliError;
 use crate::filter::Filters;
-use crate::location::{Location, ObjectUrl};
+use crate::location::{Location, ObjectUrl, Service};
 use crate::progress::Progress;
 use crate::size::human;
 use crate::stream;
@@ -439,21 +439,10 @@ fn rfc3339(t: OffsetDateTime) -> String {
 
 async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
     let Some(path) = a.path else {
-        let buckets = ctx
-            .client_of(crate::location::Service::S3)?
-            .list_buckets()
-            .await
-            .map_err(|e| CliError::s3("list buckets", e))?;
-        for b in buckets {
-            ctx.report(
-                || format!("{} {}", timestamp(b.creation_date), b.name),
-                || json!({"type": "bucket", "name": b.name, "creation_date": rfc3339(b.creation_date)}),
-            );
-        }
-        return Ok(());
+        return list_buckets(ctx, Service::S3).await;
     };
     if path == "az://" {
-        return list_containers(ctx).await;
+        return list_buckets(ctx, Service::Azure).await;
     }
     let url = ObjectUrl::parse(&path)?;
     let size_text = |n: u64| {
@@ -518,17 +507,22 @@ async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `ls az://`: the account's containers (`ls` alone lists S3 buckets, as the AWS CLI does).
-async fn list_containers(ctx: &Context) -> Result<(), CliError> {
-    let containers = ctx
-        .client_of(crate::location::Service::Azure)?
+/// `ls`: the S3 buckets, as the AWS CLI lists them; `ls az://`: the Azure account's containers
+/// (`last_modified` in JSON: Azure does not report a creation date).
+async fn list_buckets(ctx: &Context, service: Service) -> Result<(), CliError> {
+    let (kind, what, date_field) = match service {
+        Service::S3 => ("bucket", "list buckets", "creation_date"),
+        Service::Azure => ("container", "list containers", "last_modified"),
+    };
+    let buckets = ctx
+        .client_of(service)?
         .list_buckets()
         .await
-        .map_err(|e| CliError::s3("list containers", e))?;
-    for b in containers {
+        .map_err(|e| CliError::s3(what, e))?;
+    for b in buckets {
         ctx.report(
             || format!("{} {}", timestamp(b.creation_date), b.name),
-            || json!({"type": "container", "name": b.name, "last_modified": rfc3339(b.creation_date)}),
+            || json!({"type": kind, "name": b.name, date_field: rfc3339(b.creation_date)}),
         );
     }
     Ok(())
