@@ -376,6 +376,41 @@ async fn a_read_cut_mid_body_resumes_pinned_to_the_etag_and_a_flipped_byte_is_ca
             "{err}"
         );
 
+        // Batch reads of ranges up to 4 MiB ask for each range's MD5: a flipped byte is caught
+        // and the range read again.
+        let flip = FaultProxy::start(port, Fault::Flip { at: 10 }, Schedule::First(1)).await;
+        let mut reader = through(&flip)
+            .batch_reader(&container, BatchOptions::default())
+            .unwrap();
+        let key: std::sync::Arc<str> = "obj".into();
+        for i in 0..8u64 {
+            reader.submit(ReadRequest::new(
+                i,
+                std::sync::Arc::clone(&key),
+                i * 100_000,
+                65_536,
+                Destination::Pooled,
+            ));
+        }
+        while let Some(done) = reader.next().await {
+            let n = done.result.unwrap();
+            let Some(brisk_client::Filled::Block(block)) = done.buffer else {
+                panic!("a pooled range comes back in its block");
+            };
+            let at = (done.id * 100_000) as usize;
+            assert!(
+                block[..n] == body[at..at + n],
+                "range {} came back damaged",
+                done.id
+            );
+        }
+        assert_eq!(flip.applied(), 1);
+        assert_eq!(
+            reader.stats().gets_sent,
+            9,
+            "the damaged range was read again"
+        );
+
         // A download is checked against it too: a damaged attempt is retried once.
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("obj");
