@@ -462,7 +462,9 @@ impl Client {
         endpoint_url=None, *, region=None, profile=None, access_key_id=None,
         secret_access_key=None, session_token=None, anonymous=false, max_memory=None,
         max_connections=None, connect_timeout=None, read_timeout=None, ca_bundle=None,
-        addressing_style=None, part_size=None, parts_in_flight=None, pool_retention=None
+        addressing_style=None, part_size=None, parts_in_flight=None, pool_retention=None,
+        azure=false, azure_connection_string=None, azure_account=None, azure_key=None,
+        azure_sas_token=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -482,11 +484,51 @@ impl Client {
         part_size: Option<&Bound<'_, PyAny>>,
         parts_in_flight: Option<usize>,
         pool_retention: Option<&Bound<'_, PyAny>>,
+        azure: bool,
+        azure_connection_string: Option<String>,
+        azure_account: Option<String>,
+        azure_key: Option<String>,
+        azure_sas_token: Option<String>,
     ) -> PyResult<Self> {
         let py_err = |e: brisk_client::ConfigError| {
             Python::attach(|py| errors::to_py(py, brisk_client::Error::Config(e)))
         };
         let mut builder = brisk_client::Client::builder().anonymous(anonymous);
+        let azure = azure
+            || azure_connection_string.is_some()
+            || azure_account.is_some()
+            || azure_key.is_some()
+            || azure_sas_token.is_some();
+        if azure {
+            let s3_only = [
+                ("region", region.is_some()),
+                ("profile", profile.is_some()),
+                ("access_key_id", access_key_id.is_some()),
+                ("secret_access_key", secret_access_key.is_some()),
+                ("session_token", session_token.is_some()),
+                ("addressing_style", addressing_style.is_some()),
+            ];
+            if let Some((name, _)) = s3_only.iter().find(|(_, given)| *given) {
+                return Err(PyValueError::new_err(format!(
+                    "{name} is an S3 setting; an Azure client takes azure_connection_string, \
+                     azure_account with azure_key or azure_sas_token (or AZURE_STORAGE_*)"
+                )));
+            }
+            let mut settings = brisk_client::AzureSettings::new();
+            if let Some(text) = azure_connection_string {
+                settings = settings.connection_string(text);
+            }
+            if let Some(account) = azure_account {
+                settings = settings.account(account);
+            }
+            if let Some(key) = azure_key {
+                settings = settings.key(key);
+            }
+            if let Some(token) = azure_sas_token {
+                settings = settings.sas_token(token);
+            }
+            builder = builder.azure(settings);
+        }
         if let Some(url) = endpoint_url {
             builder = builder.endpoint(url);
         }
@@ -583,6 +625,16 @@ impl Client {
     #[getter]
     fn endpoint_url(&self) -> String {
         self.config.endpoint.to_string()
+    }
+
+    /// The service the client speaks: "s3" or "azure".
+    #[getter]
+    fn service(&self) -> &'static str {
+        if self.config.azure.is_some() {
+            "azure"
+        } else {
+            "s3"
+        }
     }
 
     /// The region requests are signed for.

@@ -3,6 +3,8 @@
 
 - `brisk serve`: `BRISK_BIN`, else the newer of `target/release/brisk` and `target/debug/brisk`.
 - MinIO: `BRISK_MINIO`, else `.tools/bin/minio` (`scripts/install-minio`).
+- Azurite (Microsoft's Azure Storage emulator, for the Azure client): `BRISK_AZURITE`, else
+  `.tools/azurite/node_modules/.bin/azurite-blob` (`scripts/install-azurite`), with --disableTelemetry.
 
 `server` is parametrised over both, so every test that takes it runs against each; `brisk_server`
 is `brisk serve` alone (for tests whose subject is not the protocol, such as memory).
@@ -143,13 +145,40 @@ def wait_for(url: str, process: subprocess.Popen, name: str, log: str | None = N
     pytest.fail(f"{name} did not answer {url} within {STARTUP_TIMEOUT} s")
 
 
+AZURITE_ACCOUNT = "devstoreaccount1"
+# The emulator's well-known development key, published by Microsoft (not a secret).
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+def start_azurite() -> Server:
+    binary = Path(os.environ.get("BRISK_AZURITE", ROOT / ".tools/azurite/node_modules/.bin/azurite-blob"))
+    if not binary.is_file():
+        pytest.fail(f"Azurite not found at {binary}: run scripts/install-azurite (or set BRISK_AZURITE)")
+    data = tempfile.mkdtemp(prefix="brisk-py-azurite-")
+    port = free_port()
+    process = subprocess.Popen(
+        die_with_parent([str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", data,
+                         "--skipApiVersionCheck", "--disableTelemetry", "--silent"]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+    wait_for(endpoint + "?comp=list", process, "Azurite")
+    return Server("azurite", endpoint, process, data)
+
+
 _servers: dict[str, Server] = {}
 
 
 def get_server(name: str) -> Server:
     if name not in _servers:
-        _servers[name] = start_brisk() if name == "brisk" else start_minio()
+        start = {"brisk": start_brisk, "minio": start_minio, "azurite": start_azurite}[name]
+        _servers[name] = start()
     return _servers[name]
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Server:
+    return get_server("azurite")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -90,6 +90,14 @@ class Client:
 
     Every call releases the GIL while it does I/O; one client may be shared by many threads. After
     `fork()` the child rebuilds the client's runtime and connections on first use.
+
+    `azure=True` (or any `azure_*` argument) makes an Azure Blob Storage client instead: buckets are
+    containers, keys are blob names, and every method works the same. Its configuration is the
+    Azure way: `azure_connection_string` (or `AZURE_STORAGE_CONNECTION_STRING`), or `azure_account`
+    with `azure_key` or `azure_sas_token` (or `AZURE_STORAGE_ACCOUNT`, `AZURE_STORAGE_KEY`,
+    `AZURE_STORAGE_SAS_TOKEN`); `endpoint_url` names an emulator's endpoint
+    (`http://127.0.0.1:10000/devstoreaccount1`). The S3 settings (`region`, `profile`, keys,
+    `addressing_style`) are refused with it.
     """
 
     def __init__(
@@ -111,9 +119,17 @@ class Client:
         part_size: int | str | None = None,
         parts_in_flight: int | None = None,
         pool_retention: int | str | None = None,
+        azure: bool = False,
+        azure_connection_string: str | None = None,
+        azure_account: str | None = None,
+        azure_key: str | None = None,
+        azure_sas_token: str | None = None,
     ) -> None: ...
     @property
     def endpoint_url(self) -> str: ...
+    @property
+    def service(self) -> str:
+        """The service the client speaks: "s3" or "azure"."""
     @property
     def region(self) -> str: ...
     def memory(self) -> dict[str, int]:
