@@ -34,6 +34,7 @@ Examples:
   brisk --endpoint-url http://127.0.0.1:9000 mb s3://photos
   brisk cp ./holiday.jpg s3://photos/2026/holiday.jpg
   brisk cp s3://photos/2026/holiday.jpg ./copy.jpg
+  brisk mv ./outbox s3://photos/inbox --recursive
   brisk cp ./album s3://photos/album --recursive --exclude '*' --include '*.jpg'
   tar c ./album | brisk cp - s3://photos/album.tar --max-memory 64MiB
   brisk cp s3://photos/album.tar - | tar t
@@ -106,6 +107,8 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Copy files and objects: local to s3:// or az://, back, between them, - for stdin/stdout.
     Cp(CpArgs),
+    /// Move files and objects: copy, check the copy, then delete the source (same directions as cp).
+    Mv(CpArgs),
     /// List buckets (az:// lists containers), or objects and prefixes under s3://bucket[/prefix] or az://container[/prefix].
     Ls(LsArgs),
     /// Delete an object, or every object under a prefix with --recursive.

@@ -25,7 +25,8 @@ use crate::stream;
 pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Result<(), CliError> {
     let ctx = Context::new(&global)?;
     match command {
-        Command::Cp(a) => cp(&ctx, a, &filters).await,
+        Command::Cp(a) => cp(&ctx, a, &filters, Mode::Copy).await,
+        Command::Mv(a) => cp(&ctx, a, &filters, Mode::Move).await,
         Command::Ls(a) => ls(&ctx, a).await,
         Command::Rm(a) => rm(&ctx, a, &filters).await,
         Command::Mb(a) => mb(&ctx, a).await,
@@ -39,6 +40,16 @@ pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Resu
 }
 
 // ----- cp --------------------------------------------------------------------------------------
+
+/// What `cp` and `mv` do with the source once its copy is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Keep it (`cp`).
+    Copy,
+    /// Check the copy (its size at the destination), then delete the source (`mv`). A copy that
+    /// fails or does not check leaves the source where it was.
+    Move,
+}
 
 /// One copy to make.
 #[derive(Debug)]
@@ -62,13 +73,22 @@ impl Copy {
     }
 }
 
-async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError> {
+async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(), CliError> {
     let mut ctx = ctx.clone();
     ctx.verify_md5_etag = a.verify_md5;
     let ctx = &ctx;
     let src = Location::parse(&a.source)?;
     let dst = Location::parse(&a.destination)?;
-    let label = format!("cp {} {}", a.source, a.destination);
+    let verb = match mode {
+        Mode::Copy => "cp",
+        Mode::Move => "mv",
+    };
+    let label = format!("{verb} {} {}", a.source, a.destination);
+    if mode == Mode::Move && (src == Location::Stream || dst == Location::Stream) {
+        return Err(CliError::Usage(format!(
+            "{label}: mv moves files and objects, not stdin or stdout (use cp)"
+        )));
+    }
     match (&src, &dst) {
         (Location::Stream, Location::Remote(url)) if !a.recursive => {
             if a.select.dryrun {
@@ -111,7 +131,7 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters) -> Result<(), CliError>
                 }
                 return Ok(());
             }
-            execute(ctx, plan, a.select.dryrun).await
+            execute(ctx, plan, a.select.dryrun, mode).await
         }
     }
 }
@@ -319,11 +339,15 @@ async fn next_page(
 /// Makes the copies, up to `--concurrency` files at once (each moving its parts `--concurrency` at
 /// a time, all of them within the client's connection bound and memory budget), reporting each as
 /// it ends; a failed copy is reported and the others still run. One bar counts the bytes of all.
-async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), CliError> {
+async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool, mode: Mode) -> Result<(), CliError> {
+    let action_of = |copy: &Copy| match mode {
+        Mode::Copy => copy.describe().0,
+        Mode::Move => "move",
+    };
     if dryrun {
         for copy in &plan {
-            let (action, from, to, _) = copy.describe();
-            dry(ctx, action, &from, &to)?;
+            let (_, from, to, _) = copy.describe();
+            dry(ctx, action_of(copy), &from, &to)?;
         }
         return Ok(());
     }
@@ -341,7 +365,10 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), Cli
             };
             let (ctx, counter) = (ctx.clone(), progress.counter());
             running.spawn(async move {
-                let result = copy_one(&ctx, &copy, &counter).await;
+                let mut result = copy_one(&ctx, &copy, &counter).await;
+                if result.is_ok() && mode == Mode::Move {
+                    result = remove_source(&ctx, &copy).await;
+                }
                 (copy, result)
             });
         }
@@ -350,7 +377,8 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), Cli
         };
         let (copy, result) =
             joined.map_err(|e| CliError::Usage(format!("copy task failed: {e}")))?;
-        let (action, from, to, size) = copy.describe();
+        let (_, from, to, size) = copy.describe();
+        let action = action_of(&copy);
         match result {
             Ok(()) => {
                 if !ctx.quiet {
@@ -377,6 +405,60 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool) -> Result<(), Cli
     match failures.len() {
         0 => Ok(()),
         failed => Err(CliError::Partial { failed, total }),
+    }
+}
+
+/// The second half of a move: checks that the destination holds as many bytes as the source had
+/// when it was planned (the transfer itself checked the bytes' checksum on the way), then deletes
+/// the source. Any failure leaves the source in place and says so.
+async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
+    let kept = |what: String| CliError::Usage(format!("{what}; the source was kept"));
+    match copy {
+        Copy::Upload(path, url, size) => {
+            let meta = ctx.head(url).await.map_err(|e| {
+                CliError::s3(format!("check {url} before removing {}", path.display()), e)
+            })?;
+            if meta.content_length != *size {
+                return Err(kept(format!(
+                    "{url} holds {} bytes, {} had {size}",
+                    meta.content_length,
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path)
+                .map_err(|e| CliError::local(format!("remove {}", path.display()), e))
+        }
+        Copy::Download(url, path, size) => {
+            let len = std::fs::metadata(path)
+                .map_err(|e| CliError::local(format!("check {}", path.display()), e))?
+                .len();
+            if len != *size {
+                return Err(kept(format!(
+                    "{} holds {len} bytes, {url} had {size}",
+                    path.display()
+                )));
+            }
+            ctx.client(url)?
+                .delete(&url.bucket, &url.key)
+                .await
+                .map_err(|e| CliError::s3(format!("delete {url} after moving it"), e))
+        }
+        Copy::ServerSide(from, to, size) | Copy::Relay(from, to, size) => {
+            let meta = ctx
+                .head(to)
+                .await
+                .map_err(|e| CliError::s3(format!("check {to} before removing {from}"), e))?;
+            if meta.content_length != *size {
+                return Err(kept(format!(
+                    "{to} holds {} bytes, {from} had {size}",
+                    meta.content_length
+                )));
+            }
+            ctx.client(from)?
+                .delete(&from.bucket, &from.key)
+                .await
+                .map_err(|e| CliError::s3(format!("delete {from} after moving it"), e))
+        }
     }
 }
 

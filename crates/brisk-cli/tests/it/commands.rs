@@ -755,3 +755,91 @@ fn no_sign_request_works_with_an_anonymous_server_and_missing_credentials_are_an
         refused.stderr
     );
 }
+
+/// `mv` in every direction: the copy is made and checked, then the source is gone; a move that
+/// fails leaves its source in place and the exit code says so.
+fn mv_moves_and_keeps_what_did_not_move(brisk: &Brisk, dir: &Path) {
+    brisk.run(&["mb", "s3://mvb"]).ok();
+    let file = dir.join("one.txt");
+    std::fs::write(&file, "moved up").unwrap();
+    let up = brisk
+        .run(&["mv", file.to_str().unwrap(), "s3://mvb/one.txt"])
+        .ok()
+        .text();
+    assert!(up.starts_with("move: "), "{up}");
+    assert!(!file.exists(), "the local file is gone after the move");
+    assert_eq!(
+        brisk.run(&["cat", "s3://mvb/one.txt"]).ok().text(),
+        "moved up"
+    );
+
+    // Object to object, then back down.
+    brisk
+        .run(&["mv", "s3://mvb/one.txt", "s3://mvb/two.txt"])
+        .ok();
+    let listed = brisk.run(&["ls", "s3://mvb"]).ok().text();
+    assert!(
+        listed.contains("two.txt") && !listed.contains("one.txt"),
+        "{listed}"
+    );
+    let back = dir.join("back.txt");
+    brisk
+        .run(&["mv", "s3://mvb/two.txt", back.to_str().unwrap()])
+        .ok();
+    assert_eq!(std::fs::read_to_string(&back).unwrap(), "moved up");
+    assert!(
+        !brisk
+            .run(&["ls", "s3://mvb"])
+            .ok()
+            .text()
+            .contains("two.txt")
+    );
+
+    // Recursive, with a filter: only what is selected moves.
+    let tree = dir.join("mvtree");
+    for name in ["a.txt", "b.log", "sub/c.txt"] {
+        let p = tree.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, name).unwrap();
+    }
+    brisk
+        .run(&[
+            "mv",
+            tree.to_str().unwrap(),
+            "s3://mvb/t",
+            "--recursive",
+            "--exclude",
+            "*.log",
+        ])
+        .ok();
+    assert!(tree.join("b.log").exists(), "an excluded file stays");
+    assert!(!tree.join("a.txt").exists() && !tree.join("sub/c.txt").exists());
+    let keys = brisk.run(&["ls", "s3://mvb/t/", "--recursive"]).ok().text();
+    assert!(
+        keys.contains("t/a.txt") && keys.contains("t/sub/c.txt") && !keys.contains("b.log"),
+        "{keys}"
+    );
+
+    // A move that cannot be made keeps its source and fails.
+    let stays = dir.join("stays.txt");
+    std::fs::write(&stays, "x").unwrap();
+    brisk
+        .run(&["mv", stays.to_str().unwrap(), "s3://no-such-bucket-mv/x"])
+        .failed_with(3);
+    assert!(stays.exists(), "a failed move leaves the source");
+    brisk.run(&["mv", "-", "s3://mvb/x"]).failed_with(2);
+    // --dryrun says what would move and moves nothing.
+    let dry = brisk
+        .run(&[
+            "mv",
+            stays.to_str().unwrap(),
+            "s3://mvb/stays.txt",
+            "--dryrun",
+        ])
+        .ok()
+        .text();
+    assert!(dry.starts_with("(dryrun) move: "), "{dry}");
+    assert!(stays.exists());
+}
+
+on_both_servers!(mv_moves_and_keeps_what_did_not_move);
