@@ -188,7 +188,10 @@ fn cp_ls_cat_rm_presign_with_az_urls_and_the_azure_sdk() {
 
     // Anonymous reads of a public container: no Authorization at all.
     let private = run(&["--no-sign-request", "cat", "az://things/small.txt"]);
-    assert!(!private.status.success(), "a private container refuses anonymous reads");
+    assert!(
+        !private.status.success(),
+        "a private container refuses anonymous reads"
+    );
     sdk(&["make-public", &conn, "things"]);
     assert_eq!(
         ok(&run(&["--no-sign-request", "cat", "az://things/small.txt"])),
