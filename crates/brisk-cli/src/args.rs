@@ -35,6 +35,7 @@ Examples:
   brisk cp ./holiday.jpg s3://photos/2026/holiday.jpg
   brisk cp s3://photos/2026/holiday.jpg ./copy.jpg
   brisk mv ./outbox s3://photos/inbox --recursive
+  brisk sync ./site s3://www --delete --exclude '*.tmp'
   brisk cp ./album s3://photos/album --recursive --exclude '*' --include '*.jpg'
   tar c ./album | brisk cp - s3://photos/album.tar --max-memory 64MiB
   brisk cp s3://photos/album.tar - | tar t
@@ -107,6 +108,8 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Copy files and objects: local to s3:// or az://, back, between them, - for stdin/stdout.
     Cp(CpArgs),
+    /// Make a directory or prefix like another: copy what is missing, of another size, or newer.
+    Sync(SyncArgs),
     /// Move files and objects: copy, check the copy, then delete the source (same directions as cp).
     Mv(CpArgs),
     /// List buckets (az:// lists containers), or objects and prefixes under s3://bucket[/prefix] or az://container[/prefix].
@@ -144,6 +147,25 @@ pub struct CpArgs {
     /// is an MD5 (single-part uploads), in a second pass over the file.
     #[arg(long)]
     pub verify_md5: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Source: a local directory, s3://bucket[/prefix] or az://container[/prefix].
+    pub source: String,
+    /// Destination: a local directory, s3://bucket[/prefix] or az://container[/prefix].
+    pub destination: String,
+    /// Also delete what the destination has and the source does not (within --include/--exclude).
+    #[arg(long)]
+    pub delete: bool,
+    /// Compare sizes only: a file of the same size is not copied whatever its time.
+    #[arg(long)]
+    pub size_only: bool,
+    /// Downloads: a file of the same size is skipped only when its time equals the object's exactly.
+    #[arg(long)]
+    pub exact_timestamps: bool,
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 #[derive(Debug, Args)]

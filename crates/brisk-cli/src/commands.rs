@@ -27,6 +27,7 @@ pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Resu
     match command {
         Command::Cp(a) => cp(&ctx, a, &filters, Mode::Copy).await,
         Command::Mv(a) => cp(&ctx, a, &filters, Mode::Move).await,
+        Command::Sync(a) => crate::sync::sync(&ctx, a, &filters).await,
         Command::Ls(a) => ls(&ctx, a).await,
         Command::Rm(a) => rm(&ctx, a, &filters).await,
         Command::Mb(a) => mb(&ctx, a).await,
@@ -53,7 +54,7 @@ enum Mode {
 
 /// One copy to make.
 #[derive(Debug)]
-enum Copy {
+pub(crate) enum Copy {
     Upload(PathBuf, ObjectUrl, u64),
     Download(ObjectUrl, PathBuf, u64),
     ServerSide(ObjectUrl, ObjectUrl, u64),
@@ -62,7 +63,7 @@ enum Copy {
 }
 
 impl Copy {
-    fn describe(&self) -> (&'static str, String, String, u64) {
+    pub(crate) fn describe(&self) -> (&'static str, String, String, u64) {
         match self {
             Copy::Upload(p, u, n) => ("upload", p.display().to_string(), u.to_string(), *n),
             Copy::Download(u, p, n) => ("download", u.to_string(), p.display().to_string(), *n),
@@ -136,7 +137,7 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(
     }
 }
 
-fn dry(ctx: &Context, action: &str, from: &str, to: &str) -> Result<(), CliError> {
+pub(crate) fn dry(ctx: &Context, action: &str, from: &str, to: &str) -> Result<(), CliError> {
     ctx.report(
         || format!("(dryrun) {action}: {from} to {to}"),
         || json!({"action": action, "source": from, "destination": to, "dryrun": true}),
@@ -204,7 +205,7 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
 }
 
 /// A copy between two objects: on the server within one service, streamed between two.
-fn remote_copy(from: ObjectUrl, to: ObjectUrl, size: u64) -> Copy {
+pub(crate) fn remote_copy(from: ObjectUrl, to: ObjectUrl, size: u64) -> Copy {
     if from.service == to.service {
         Copy::ServerSide(from, to, size)
     } else {
@@ -222,7 +223,7 @@ fn require_key(url: &ObjectUrl) -> Result<(), CliError> {
 }
 
 /// The prefix a recursive command works under: `dir` means `dir/`, as a directory would.
-fn as_prefix(key: &str) -> String {
+pub(crate) fn as_prefix(key: &str) -> String {
     if key.is_empty() || key.ends_with('/') {
         key.to_owned()
     } else {
@@ -464,7 +465,11 @@ async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
 
 /// Makes one copy; uploads and downloads count their parts on `counter` as they complete, a
 /// server-side copy its size when it is done.
-async fn copy_one(ctx: &Context, copy: &Copy, counter: &TransferProgress) -> Result<(), CliError> {
+pub(crate) async fn copy_one(
+    ctx: &Context,
+    copy: &Copy,
+    counter: &TransferProgress,
+) -> Result<(), CliError> {
     let options = || ctx.transfer_options(Some(counter.clone()));
     match copy {
         Copy::Upload(path, url, _) => ctx

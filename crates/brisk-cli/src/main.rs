@@ -20,6 +20,7 @@ mod progress;
 mod serve;
 mod size;
 mod stream;
+mod sync;
 
 use std::process::ExitCode;
 

@@ -843,3 +843,182 @@ fn mv_moves_and_keeps_what_did_not_move(brisk: &Brisk, dir: &Path) {
 }
 
 on_both_servers!(mv_moves_and_keeps_what_did_not_move);
+
+/// Every file under `root` as (relative `/` path, bytes), sorted.
+fn tree_of(root: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), &rel, out);
+            } else {
+                out.push((rel, std::fs::read(entry.path()).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if root.exists() {
+        walk(root, "", &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// The keys and sizes under `url` (`s3://b/prefix/`), relative to it, sorted.
+fn keys_of(brisk: &Brisk, url: &str) -> Vec<(String, u64)> {
+    let prefix = url.splitn(4, '/').nth(3).unwrap_or("").to_owned();
+    let mut keys: Vec<(String, u64)> = brisk
+        .run(&["ls", url, "--recursive", "--json"])
+        .ok()
+        .json_lines()
+        .into_iter()
+        .filter(|v| v["type"] == "object")
+        .map(|v| {
+            let key = v["key"].as_str().unwrap();
+            (key[prefix.len()..].to_owned(), v["size"].as_u64().unwrap())
+        })
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The summary line of `sync --json`.
+fn sync_summary(run: &Run) -> Value {
+    run.json_lines()
+        .into_iter()
+        .find(|v| v["type"] == "summary")
+        .unwrap_or_else(|| panic!("no summary in {}", run.text()))
+}
+
+fn sync_up_down_delete_filters_and_dryrun(brisk: &Brisk, dir: &Path) {
+    brisk.run(&["mb", "s3://syncb"]).ok();
+    let src = dir.join("site");
+    let big = (0..6 * 1024 * 1024 + 3)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect::<Vec<u8>>();
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("index.html", b"<h1>hi</h1>".to_vec()),
+        ("a b/ü nicode.txt", "ü".repeat(10).into_bytes()),
+        ("a b/deep/er/x.txt", b"x".to_vec()),
+        ("a-b.txt", b"sorts before a b/ and a/".to_vec()),
+        ("empty", Vec::new()),
+        ("logs/app.log", b"log".to_vec()),
+        ("big.bin", big),
+    ];
+    for (name, body) in &files {
+        let p = src.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, body).unwrap();
+    }
+    let up = |extra: &[&str]| {
+        let mut args = vec![
+            "sync",
+            src.to_str().unwrap(),
+            "s3://syncb/site",
+            "--json",
+            "--part-size",
+            "5MiB",
+        ];
+        args.extend_from_slice(extra);
+        brisk.run(&args)
+    };
+    let expect_remote = |tree: &[(String, Vec<u8>)]| {
+        let want: Vec<(String, u64)> = tree
+            .iter()
+            .map(|(k, b)| (k.clone(), b.len() as u64))
+            .collect();
+        assert_eq!(keys_of(brisk, "s3://syncb/site/"), want);
+    };
+
+    // --dryrun changes nothing.
+    let dry = up(&["--dryrun"]).ok();
+    assert_eq!(sync_summary(&dry)["transferred"], files.len());
+    assert!(keys_of(brisk, "s3://syncb/site/").is_empty());
+
+    let first = up(&[]).ok();
+    assert_eq!(sync_summary(&first)["transferred"], files.len());
+    expect_remote(&tree_of(&src));
+    let again = up(&[]).ok();
+    assert_eq!(sync_summary(&again)["transferred"], 0, "{}", again.text());
+    assert_eq!(sync_summary(&again)["skipped"], files.len());
+
+    // Change 3 (two sizes, one newer at the same size), delete 2, add 1.
+    std::fs::write(src.join("index.html"), b"<h1>changed</h1>").unwrap();
+    std::fs::write(src.join("a b/deep/er/x.txt"), b"xx").unwrap();
+    std::fs::write(src.join("a-b.txt"), b"SORTS BEFORE A B/ AND A/").unwrap();
+    let later = std::time::SystemTime::now() + Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(src.join("a-b.txt"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    std::fs::remove_file(src.join("empty")).unwrap();
+    std::fs::remove_file(src.join("a b/ü nicode.txt")).unwrap();
+    std::fs::write(src.join("new file.txt"), b"new").unwrap();
+    let without_delete = up(&[]).ok();
+    assert_eq!(sync_summary(&without_delete)["transferred"], 4);
+    assert_eq!(sync_summary(&without_delete)["deleted"], 0);
+    assert_eq!(keys_of(brisk, "s3://syncb/site/").len(), files.len() + 1);
+    // --delete within the filters: an excluded key is neither copied nor deleted.
+    std::fs::remove_file(src.join("logs/app.log")).unwrap();
+    let with_delete = up(&["--delete", "--exclude", "logs/*"]).ok();
+    assert_eq!(
+        sync_summary(&with_delete)["deleted"],
+        2,
+        "{}",
+        with_delete.text()
+    );
+    let mut want = tree_of(&src);
+    want.push(("logs/app.log".into(), b"log".to_vec()));
+    want.sort();
+    expect_remote(&want);
+    up(&["--delete"]).ok();
+    expect_remote(&tree_of(&src));
+
+    // Down into an empty directory: the same tree, each file dated as its object.
+    let down = dir.join("down");
+    let d = brisk
+        .run(&[
+            "sync",
+            "s3://syncb/site",
+            down.to_str().unwrap(),
+            "--json",
+            "--part-size",
+            "5MiB",
+        ])
+        .ok();
+    assert_eq!(sync_summary(&d)["transferred"], tree_of(&src).len());
+    assert_eq!(tree_of(&down), tree_of(&src));
+    let again = brisk
+        .run(&["sync", "s3://syncb/site", down.to_str().unwrap(), "--json"])
+        .ok();
+    assert_eq!(sync_summary(&again)["transferred"], 0, "{}", again.text());
+
+    // Prefix to prefix on the server, then a failure that does not stop the others.
+    brisk
+        .run(&["sync", "s3://syncb/site", "s3://syncb/copy"])
+        .ok();
+    assert_eq!(
+        keys_of(brisk, "s3://syncb/copy/"),
+        keys_of(brisk, "s3://syncb/site/")
+    );
+    let clash = dir.join("clash");
+    std::fs::create_dir_all(clash.join("index.html")).unwrap();
+    let partial = brisk.run(&["sync", "s3://syncb/site", clash.to_str().unwrap(), "--json"]);
+    assert_eq!(partial.code, 1, "{}", partial.stderr);
+    assert!(partial.stderr.contains("index.html"), "{}", partial.stderr);
+    assert_eq!(sync_summary(&partial)["failed"], 1);
+    assert_eq!(
+        sync_summary(&partial)["transferred"],
+        tree_of(&src).len() - 1
+    );
+}
+
+on_both_servers!(sync_up_down_delete_filters_and_dryrun);
