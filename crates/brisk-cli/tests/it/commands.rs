@@ -819,6 +819,15 @@ fn mv_moves_and_keeps_what_did_not_move(brisk: &Brisk, dir: &Path) {
         keys.contains("t/a.txt") && keys.contains("t/sub/c.txt") && !keys.contains("b.log"),
         "{keys}"
     );
+    // A prefix to another prefix: all of it moves.
+    brisk
+        .run(&["mv", "s3://mvb/t/", "s3://mvb/moved/", "--recursive"])
+        .ok();
+    assert!(keys_of(brisk, "s3://mvb/t/").is_empty());
+    assert_eq!(
+        keys_of(brisk, "s3://mvb/moved/"),
+        [("a.txt".to_owned(), 5), ("sub/c.txt".to_owned(), 9)]
+    );
 
     // A move that cannot be made keeps its source and fails.
     let stays = dir.join("stays.txt");
@@ -1000,6 +1009,11 @@ fn sync_up_down_delete_filters_and_dryrun(brisk: &Brisk, dir: &Path) {
         .run(&["sync", "s3://syncb/site", down.to_str().unwrap(), "--json"])
         .ok();
     assert_eq!(sync_summary(&again)["transferred"], 0, "{}", again.text());
+    // And back up: the downloaded files carry their objects' times, so nothing moves.
+    let back = brisk
+        .run(&["sync", down.to_str().unwrap(), "s3://syncb/site", "--json"])
+        .ok();
+    assert_eq!(sync_summary(&back)["transferred"], 0, "{}", back.text());
 
     // Prefix to prefix on the server, then a failure that does not stop the others.
     brisk
