@@ -22,13 +22,11 @@ mod collation;
 pub mod crc64;
 pub mod sas;
 pub mod shared_key;
-pub mod url;
 pub mod xml;
 
 pub use crc64::{Crc64, crc64, crc64_header_value, parse_crc64_header};
 pub use sas::{SasError, ServiceSas};
 pub use shared_key::{AzureKeyError, AzureRequest, SharedKeyCredential, string_to_sign};
-pub use url::{encode_blob_name, encode_query_value};
 pub use xml::{
     AzureErrorDocument, BlobEntry, BlobListPage, ContainerEntry, ContainerListPage, block_id,
     block_list_body, parse_error, parse_list_blobs, parse_list_containers,

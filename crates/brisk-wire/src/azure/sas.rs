@@ -14,13 +14,12 @@
 
 use std::fmt::Write as _;
 
-use percent_encoding::{AsciiSet, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use time::OffsetDateTime;
 use time::macros::format_description;
 
 use super::API_VERSION;
 use super::shared_key::SharedKeyCredential;
-use super::url::QUERY_VALUE;
 
 /// The permission letters a blob or container SAS may carry, in the order the service requires them:
 /// read, add, create, write, delete, delete version, permanent delete, list, tags, find by tags, move,
@@ -30,9 +29,14 @@ pub const PERMISSION_ORDER: &str = "racwdxyltfmei";
 /// The protocols a SAS may be limited to.
 const PROTOCOLS: [&str; 2] = ["https", "https,http"];
 
-/// How SAS query values are escaped: as Microsoft's SDKs do (unreserved characters and `/` kept), so
-/// a token reads the same whichever issued it.
-const TOKEN_VALUE: &AsciiSet = &QUERY_VALUE.remove(b'/');
+/// How SAS query values are escaped: as Microsoft's SDKs do (the RFC 3986 unreserved characters and
+/// `/` kept), so a token reads the same whichever issued it.
+const TOKEN_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
 
 /// Why a SAS cannot be issued as asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
