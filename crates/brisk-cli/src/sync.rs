@@ -479,31 +479,58 @@ async fn transfer(
         std::fs::create_dir_all(parent)
             .map_err(|e| CliError::local(format!("create {}", parent.display()), e))?;
     }
-    if *size <= ctx.part_size as u64 {
+    let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(modified.max(0) as u64);
+    let target = path.clone();
+    let dated = if *size <= ctx.part_size as u64 {
         let bytes = ctx
             .client(url)?
             .get_bytes(&url.bucket, &url.key)
             .await
             .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))?;
-        let name = path
-            .file_name()
-            .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
-        let temp = path.with_file_name(format!(".{name}.brisk-sync"));
-        let written = std::fs::write(&temp, &bytes[..]).and_then(|()| std::fs::rename(&temp, path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(CliError::local(format!("write {}", path.display()), e));
-        }
-        counter.add(bytes.len() as u64);
+        let n = bytes.len() as u64;
+        // The buffer moves to the blocking pool: written from where it is, not copied, and the
+        // runtime's threads never wait on the disk.
+        let written = tokio::task::spawn_blocking(move || write_dated(&target, &bytes, time)).await;
+        counter.add(n);
+        written
     } else {
         copy_one(ctx, copy, counter).await?;
+        tokio::task::spawn_blocking(move || {
+            std::fs::File::options()
+                .write(true)
+                .open(&target)
+                .and_then(|f| f.set_modified(time))
+        })
+        .await
+    };
+    dated
+        .map_err(|e| {
+            CliError::local(
+                format!("write {}", path.display()),
+                std::io::Error::other(e),
+            )
+        })?
+        .map_err(|e| CliError::local(format!("write {}", path.display()), e))
+}
+
+/// Writes `bytes` to a temporary file beside `path`, dated `time`, and renames it over `path`: one
+/// open, and no partial file under the name if anything fails.
+fn write_dated(path: &Path, bytes: &[u8], time: SystemTime) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(".{name}.brisk-sync"));
+    let result = std::fs::File::create(&temp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.set_modified(time)
+        })
+        .and_then(|()| std::fs::rename(&temp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
     }
-    let time = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(modified.max(0) as u64);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_modified(time))
-        .map_err(|e| CliError::local(format!("set the time of {}", path.display()), e))
+    result
 }
 
 /// Deletes the destination entries collected (one DeleteObjects per bucket batch for objects).
