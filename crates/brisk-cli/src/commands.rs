@@ -413,53 +413,33 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool, mode: Mode) -> Re
 /// when it was planned (the transfer itself checked the bytes' checksum on the way), then deletes
 /// the source. Any failure leaves the source in place and says so.
 async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
-    let kept = |what: String| CliError::Usage(format!("{what}; the source was kept"));
+    let (_, from, to, size) = copy.describe();
+    // The size the destination holds now: a HEAD of an object, the length of a file.
+    let landed = match copy {
+        Copy::Upload(_, url, _) | Copy::ServerSide(_, url, _) | Copy::Relay(_, url, _) => {
+            ctx.head(url)
+                .await
+                .map_err(|e| CliError::s3(format!("check {to} before removing {from}"), e))?
+                .content_length
+        }
+        Copy::Download(_, path, _) => std::fs::metadata(path)
+            .map_err(|e| CliError::local(format!("check {to}"), e))?
+            .len(),
+    };
+    if landed != size {
+        return Err(CliError::Usage(format!(
+            "{to} holds {landed} bytes, {from} had {size}; the source was kept"
+        )));
+    }
     match copy {
-        Copy::Upload(path, url, size) => {
-            let meta = ctx.head(url).await.map_err(|e| {
-                CliError::s3(format!("check {url} before removing {}", path.display()), e)
-            })?;
-            if meta.content_length != *size {
-                return Err(kept(format!(
-                    "{url} holds {} bytes, {} had {size}",
-                    meta.content_length,
-                    path.display()
-                )));
-            }
-            std::fs::remove_file(path)
-                .map_err(|e| CliError::local(format!("remove {}", path.display()), e))
+        Copy::Upload(path, _, _) => {
+            std::fs::remove_file(path).map_err(|e| CliError::local(format!("remove {from}"), e))
         }
-        Copy::Download(url, path, size) => {
-            let len = std::fs::metadata(path)
-                .map_err(|e| CliError::local(format!("check {}", path.display()), e))?
-                .len();
-            if len != *size {
-                return Err(kept(format!(
-                    "{} holds {len} bytes, {url} had {size}",
-                    path.display()
-                )));
-            }
-            ctx.client(url)?
-                .delete(&url.bucket, &url.key)
-                .await
-                .map_err(|e| CliError::s3(format!("delete {url} after moving it"), e))
-        }
-        Copy::ServerSide(from, to, size) | Copy::Relay(from, to, size) => {
-            let meta = ctx
-                .head(to)
-                .await
-                .map_err(|e| CliError::s3(format!("check {to} before removing {from}"), e))?;
-            if meta.content_length != *size {
-                return Err(kept(format!(
-                    "{to} holds {} bytes, {from} had {size}",
-                    meta.content_length
-                )));
-            }
-            ctx.client(from)?
-                .delete(&from.bucket, &from.key)
-                .await
-                .map_err(|e| CliError::s3(format!("delete {from} after moving it"), e))
-        }
+        Copy::Download(url, _, _) | Copy::ServerSide(url, _, _) | Copy::Relay(url, _, _) => ctx
+            .client(url)?
+            .delete(&url.bucket, &url.key)
+            .await
+            .map_err(|e| CliError::s3(format!("delete {from} after moving it"), e)),
     }
 }
 
