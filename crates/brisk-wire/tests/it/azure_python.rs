@@ -10,10 +10,7 @@
 //! never signs the standard `Range` line), and `+` percent-encoded in queries. The unit tests of
 //! `brisk_wire::azure::shared_key` cover the rest against Microsoft's documented examples.
 
-use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use crate::python_peer;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -26,9 +23,6 @@ use time::OffsetDateTime;
 const SHARED_KEY_CASES: usize = 400;
 /// How many SAS tokens are issued by both.
 const SAS_CASES: usize = 80;
-/// Importing the SDK and signing a few hundred requests takes a second or two; this bounds a hung
-/// interpreter on a loaded machine.
-const PYTHON_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The storage emulator's well-known key (Azurite's `EMULATOR_ACCOUNT_KEY_STR`).
 const EMULATOR_KEY: &str =
@@ -60,13 +54,6 @@ struct SdkOutput {
     crc64: Vec<Crc64BySdk>,
 }
 
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("BRISK_PYTHON") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
-}
-
 /// Runs the helper, failing loudly (never skipping) when the SDK is unavailable.
 fn run_sdk(shared_key: Vec<Value>, sas: Vec<Value>, crc64: Vec<String>) -> SdkOutput {
     let input = json!({
@@ -77,53 +64,14 @@ fn run_sdk(shared_key: Vec<Value>, sas: Vec<Value>, crc64: Vec<String>) -> SdkOu
     })
     .to_string()
     .into_bytes();
-    let python = python();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/azure_sign.py");
     let setup_hint = format!(
         "azure-storage-blob is needed to cross-check the Azure wire code: tried {}. Create the venv \
          with `scripts/test`, or set BRISK_PYTHON to an interpreter that can \
          `import azure.storage.blob, azure.storage.extensions`.",
-        python.display()
+        python_peer::python().display()
     );
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start the interpreter ({e}). {setup_hint}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).map(|_| out)
-    });
-    let mut stderr = child.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stderr.read_to_string(&mut out);
-        out
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > PYTHON_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the SDK helper did not finish within {PYTHON_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = writer.join();
-    let out = reader.join().unwrap().unwrap();
-    let err = err_reader.join().unwrap();
-    assert!(
-        status.success(),
-        "the SDK helper failed ({status}):\n{err}\n{setup_hint}"
-    );
+    let script = python_peer::script("azure_sign.py");
+    let out = python_peer::run(&[script.as_os_str()], input, "the SDK helper", &setup_hint);
     serde_json::from_slice(&out).expect("helper output is JSON")
 }
 

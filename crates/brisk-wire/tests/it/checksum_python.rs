@@ -4,15 +4,9 @@
 //! The interpreter is `$BRISK_PYTHON`, else `<workspace root>/.venv/bin/python`. A missing interpreter is a
 //! failure, not a skip: a cross-check that silently does not run proves nothing.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use crate::python_peer;
 
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer, Md5};
-
-/// Generous for a Python start-up and a few MiB of hashing on a loaded machine.
-const PYTHON_TIMEOUT: Duration = Duration::from_secs(60);
 
 const SCRIPT: &str = r#"
 import sys, zlib, hashlib
@@ -23,14 +17,6 @@ for n in map(int, sys.argv[1:]):
     pos += n
     print(zlib.crc32(chunk), hashlib.md5(chunk).hexdigest(), hashlib.sha256(chunk).hexdigest())
 "#;
-
-fn python() -> PathBuf {
-    if let Some(path) = std::env::var_os("BRISK_PYTHON") {
-        return PathBuf::from(path);
-    }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    root.join(".venv/bin/python")
-}
 
 #[test]
 fn crc32_md5_sha256_match_python() {
@@ -53,41 +39,16 @@ fn crc32_md5_sha256_match_python() {
         })
         .collect();
 
-    let interpreter = python();
-    let mut child = Command::new(&interpreter)
-        .arg("-c")
-        .arg(SCRIPT)
-        .args(lengths.iter().map(|n| n.to_string()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run Python at {} (set BRISK_PYTHON): {e}",
-                interpreter.display()
-            )
-        });
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for buffer in &buffers {
-            stdin.write_all(buffer).unwrap();
-        }
-    }
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > PYTHON_TIMEOUT {
-            child.kill().ok();
-            panic!("Python did not finish within {PYTHON_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "Python failed: {:?}",
-        output.status
+    let mut args: Vec<std::ffi::OsString> = vec!["-c".into(), SCRIPT.into()];
+    args.extend(lengths.iter().map(|n| n.to_string().into()));
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let output = python_peer::run(
+        &args,
+        buffers.concat(),
+        "Python",
+        "set BRISK_PYTHON to a Python 3 interpreter, or run scripts/test to create .venv",
     );
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stdout = String::from_utf8(output).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), buffers.len());
 

@@ -11,6 +11,7 @@ mod checksum_streaming;
 mod checksum_vectors;
 mod http_conn;
 mod http_roundtrip;
+mod python_peer;
 mod sigv4_botocore;
 mod sigv4_chunked;
 mod sigv4_roundtrip;

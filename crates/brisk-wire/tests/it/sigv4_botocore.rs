@@ -3,19 +3,15 @@
 //! identical. botocore runs in `tests/botocore_sign.py` (JSON over stdin/stdout) under the interpreter
 //! named by `BRISK_PYTHON`, else `<workspace>/.venv/bin/python`.
 
-use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::python_peer;
 use crate::sigv4_support::{Case, Kind, generate};
 use brisk_wire::sigv4::Signer;
 use serde::{Deserialize, Serialize};
 
 /// How many requests are compared (the brief asks for at least 1 000).
 const CASES: usize = 1200;
-/// botocore signs 1 200 requests in about a second; this bounds a hung interpreter.
-const PYTHON_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Serialize)]
 struct BotoCase<'a> {
@@ -45,62 +41,20 @@ struct BotoOutput {
     results: Vec<BotoResult>,
 }
 
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("BRISK_PYTHON") {
-        return PathBuf::from(p);
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
-}
-
 /// Runs the helper, failing loudly (never skipping) when botocore is unavailable.
 fn run_botocore(input: &[u8]) -> BotoOutput {
-    let python = python();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/botocore_sign.py");
     let setup_hint = format!(
         "botocore is needed to cross-check SigV4: tried {}. Create the venv with `scripts/test` \
          (or `python3 -m venv .venv && .venv/bin/pip install botocore` in the workspace root), or set \
          BRISK_PYTHON to an interpreter that can `import botocore`.",
-        python.display()
+        python_peer::python().display()
     );
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start the interpreter ({e}). {setup_hint}"));
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&input));
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).map(|_| out)
-    });
-    let mut stderr = child.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stderr.read_to_string(&mut out);
-        out
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > PYTHON_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("botocore helper did not finish within {PYTHON_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let _ = writer.join();
-    let out = reader.join().unwrap().unwrap();
-    let err = err_reader.join().unwrap();
-    assert!(
-        status.success(),
-        "botocore helper failed ({status}):\n{err}\n{setup_hint}"
+    let script = python_peer::script("botocore_sign.py");
+    let out = python_peer::run(
+        &[script.as_os_str()],
+        input.to_vec(),
+        "botocore helper",
+        &setup_hint,
     );
     serde_json::from_slice(&out).expect("helper output is JSON")
 }
