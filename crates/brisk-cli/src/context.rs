@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use brisk_client::{AzureSettings, Client, TransferOptions, TransferProgress};
+use brisk_client::{AzureSettings, Client, ConfigError, TransferOptions, TransferProgress};
 use brisk_mem::{BufferPool, MemoryBudget};
 
 use crate::args::GlobalArgs;
@@ -59,13 +59,13 @@ impl Context {
     }
 
     /// The client for `url`'s service.
-    pub fn client(&self, url: &ObjectUrl) -> Result<&Client, CliError> {
+    pub fn client(&self, url: &ObjectUrl) -> Result<&Client, ConfigError> {
         self.client_of(url.service)
     }
 
     /// The client of `service`, built from the global options (then environment, then profile or
     /// `AZURE_STORAGE_*`) the first time it is asked for.
-    pub fn client_of(&self, service: Service) -> Result<&Client, CliError> {
+    pub fn client_of(&self, service: Service) -> Result<&Client, ConfigError> {
         let cell = match service {
             Service::S3 => &self.s3,
             Service::Azure => &self.azure,
@@ -78,7 +78,7 @@ impl Context {
         Ok(cell.get_or_init(|| client))
     }
 
-    fn build(&self, service: Service) -> Result<Client, CliError> {
+    fn build(&self, service: Service) -> Result<Client, ConfigError> {
         let g = &self.global;
         let mut builder = Client::builder().max_connections_per_host(g.concurrency.max(1) + 1);
         match service {
@@ -107,7 +107,7 @@ impl Context {
         if let Some(budget) = &self.budget {
             builder = builder.memory_budget(budget.clone());
         }
-        Ok(builder.build()?)
+        builder.build()
     }
 
     /// The client's transfer options from `--part-size` and `--concurrency`, counting completed
@@ -128,11 +128,7 @@ impl Context {
         &self,
         url: &ObjectUrl,
     ) -> Result<brisk_client::ObjectMeta, brisk_client::Error> {
-        let client = self
-            .client(url)
-            .map_err(|e| brisk_client::Error::InvalidArgument {
-                what: e.to_string(),
-            })?;
+        let client = self.client(url).map_err(brisk_client::Error::Config)?;
         let (bucket, key) = (url.bucket.as_str(), url.key.as_str());
         match client.head(bucket, key).await {
             Err(brisk_client::Error::NoSuchKey(e)) => {
