@@ -8,7 +8,6 @@
 //! |---|---|
 //! | [`shared_key`] | the account key, the Shared Key string to sign and the `Authorization` value |
 //! | `collation` | the order the service sorts `x-ms-*` headers in (not plain byte order) |
-//! | [`url`] | percent-encoding blob names and query values the way the signer expects them |
 //! | [`sas`] | service SAS tokens for a blob or a container |
 //! | [`mod@crc64`] | the CRC-64 behind `x-ms-content-crc64` and its little-endian base64 header value |
 //! | [`xml`] | List Blobs, List Containers, Error documents; the Put Block List body and block ids |
