@@ -25,7 +25,7 @@
 //!   `/devstoreaccount1/devstoreaccount1/container/blob`.
 //! * Query parameters are signed decoded, with lower-cased names sorted by byte, and the values of a
 //!   parameter given several times sorted and joined by `,`. A literal `+` is signed as `+` (as
-//!   Microsoft's SDKs do); send `%2B` (see [`super::url`]) since servers disagree on what it means.
+//!   Microsoft's SDKs do); send `%2B` (brisk-client's `push_query` does) since servers disagree on what it means.
 
 use std::borrow::Cow;
 use std::fmt;
