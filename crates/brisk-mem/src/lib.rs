@@ -41,6 +41,7 @@
 
 mod budget;
 mod exact;
+mod mapping;
 mod metrics;
 mod pool;
 mod size;

@@ -1,0 +1,376 @@
+//! Anonymous mappings for large buffers, backed by transparent huge pages where the kernel has them
+//! free.
+//!
+//! # Why huge pages
+//!
+//! A fresh buffer costs one page fault per 4 KiB the first time it is written, and on the VMs brisk is
+//! measured on those faults cost more than the socket's copy into the buffer: making 1 GiB of 4 KiB
+//! pages resident costs about 0.44 CPU s (`MAP_POPULATE`), against 0.11–0.16 s for the same GiB in
+//! 2 MiB pages, 512 times fewer faults (docs/memory.md, "Huge pages"; BENCHMARKS.md). For an in-memory
+//! GET of 1 GiB that is most of the client's CPU.
+//!
+//! # Where the kernel offers them, and at what price
+//!
+//! `/sys/kernel/mm/transparent_hugepage/enabled` says whether anonymous memory gets huge pages:
+//!
+//! - `always`: every suitably aligned 2 MiB range does, when the kernel has a free 2 MiB block; when it
+//!   has none the fault falls back to 4 KiB pages (unless `defrag` is `always`). Aligning the buffer is
+//!   all there is to do.
+//! - `madvise` (the common default): only ranges marked `MADV_HUGEPAGE` do, and for those a fault that
+//!   finds no free 2 MiB block compacts memory first (`defrag` `madvise`, also the default): measured
+//!   at 1.0–1.3 CPU s per GiB, worse than 4 KiB pages. So this module marks only as many 2 MiB ranges
+//!   as the kernel has free 2 MiB blocks, and of those at most half ([`grantable_huge_pages`]), counted
+//!   in `/proc/buddyinfo` just before: on a machine whose free memory is fragmented the buffer gets
+//!   4 KiB pages, at today's cost, and never the compaction's.
+//! - `never`, or no such file: 4 KiB pages.
+//!
+//! `BRISK_HUGE_PAGES=off` in the environment turns huge pages off for the process (read once), which
+//! is how the benchmarks compare the two in one run.
+//!
+//! # Memory accounting
+//!
+//! Only whole 2 MiB ranges inside the buffer are marked, so a buffer's resident memory is still its
+//! length rounded up to 4 KiB: the budget's figure. To place those ranges on 2 MiB boundaries the
+//! mapping reserves up to 2 MiB more *address space* in front of the buffer, which is never touched and
+//! never resident.
+
+use std::io;
+use std::ops::{Deref, DerefMut};
+use std::sync::OnceLock;
+
+use memmap2::{Advice, MmapMut, MmapOptions};
+
+/// The size of a transparent huge page on x86-64 and (with 4 KiB base pages) aarch64.
+pub(crate) const HUGE_PAGE_SIZE: usize = 2 * 1024 * 1024;
+
+/// The base page size assumed when touching pages by hand (the fallback for kernels without
+/// `MADV_POPULATE_WRITE`); touching more often than every page is harmless.
+const BASE_PAGE_SIZE: usize = 4096;
+
+/// The order of a 2 MiB block in the buddy allocator (2^9 pages of 4 KiB).
+const HUGE_PAGE_ORDER: usize = 9;
+
+/// How the kernel hands transparent huge pages to anonymous memory, from
+/// `/sys/kernel/mm/transparent_hugepage/enabled`, or `Never` when brisk is told not to use them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HugePageMode {
+    /// Every aligned range may get huge pages without asking.
+    Always,
+    /// Only ranges marked with `MADV_HUGEPAGE`.
+    Madvise,
+    /// None (THP `never`, no THP support, or `BRISK_HUGE_PAGES=off`).
+    Never,
+}
+
+impl HugePageMode {
+    /// Parse the `enabled` file: the selected mode is the bracketed word, e.g.
+    /// `always [madvise] never`.
+    fn parse(enabled: &str) -> Self {
+        let selected = enabled
+            .split_whitespace()
+            .find(|word| word.starts_with('['))
+            .unwrap_or("");
+        match selected {
+            "[always]" => HugePageMode::Always,
+            "[madvise]" => HugePageMode::Madvise,
+            _ => HugePageMode::Never,
+        }
+    }
+
+    /// The mode for this process, read once.
+    pub(crate) fn current() -> Self {
+        static MODE: OnceLock<HugePageMode> = OnceLock::new();
+        *MODE.get_or_init(|| {
+            if std::env::var("BRISK_HUGE_PAGES").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
+                return HugePageMode::Never;
+            }
+            let mut buf = [0u8; 256];
+            read_small_file("/sys/kernel/mm/transparent_hugepage/enabled", &mut buf)
+                .map(HugePageMode::parse)
+                .unwrap_or(HugePageMode::Never)
+        })
+    }
+}
+
+/// The free 2 MiB blocks in `/proc/buddyinfo` text: every zone's free blocks of order 9 and up, each
+/// counted as the 2 MiB blocks it holds.
+fn free_huge_blocks(buddyinfo: &str) -> usize {
+    buddyinfo
+        .lines()
+        .map(|line| {
+            // "Node 0, zone   Normal  10544  11799 ...": the counts follow the zone's name.
+            line.split_whitespace()
+                .skip(4)
+                .enumerate()
+                .filter(|(order, _)| *order >= HUGE_PAGE_ORDER)
+                .filter_map(|(order, count)| {
+                    let count: usize = count.parse().ok()?;
+                    Some(count << (order - HUGE_PAGE_ORDER))
+                })
+                .sum::<usize>()
+        })
+        .sum()
+}
+
+/// How many of `wanted` 2 MiB ranges may be marked `MADV_HUGEPAGE` now without making a fault
+/// compact memory: at most half the free 2 MiB blocks the kernel reports, so that the figure, read a
+/// moment before the faults, still holds when other allocations come in between. None when
+/// `/proc/buddyinfo` cannot be read.
+fn grantable_huge_pages(wanted: usize) -> usize {
+    // Room for 64 zones' lines: more than any machine's node and zone count.
+    let mut buf = [0u8; 8192];
+    match read_small_file("/proc/buddyinfo", &mut buf) {
+        Some(text) => wanted.min(free_huge_blocks(text) / 2),
+        None => 0,
+    }
+}
+
+/// Read a small text file into `buf` without allocating (a large buffer is taken on paths that count
+/// their heap allocations: `tests/allocations.rs`). `None` when it cannot be opened or read, is not
+/// UTF-8, or does not fit (then its last line may be cut, so it is not used).
+fn read_small_file<'a>(path: &str, buf: &'a mut [u8]) -> Option<&'a str> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            return None;
+        }
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    std::str::from_utf8(&buf[..filled]).ok()
+}
+
+/// An anonymous private read-write mapping of exactly `len` bytes (as a slice), its 2 MiB-aligned
+/// ranges backed by huge pages where the kernel offers them free (see the module docs).
+pub(crate) struct AnonMapping {
+    map: MmapMut,
+    /// Where the buffer starts inside `map`: the first 2 MiB boundary, when huge pages are wanted.
+    offset: usize,
+    len: usize,
+    huge_ranges: usize,
+}
+
+impl AnonMapping {
+    /// Map `len` bytes; with `populate`, make every page resident (and zero) before returning, so
+    /// that the first write to the buffer takes no page faults.
+    ///
+    /// Fails only when the address space or the kernel's map count is exhausted.
+    pub(crate) fn new(len: usize, populate: bool) -> io::Result<Self> {
+        let mode = if len < HUGE_PAGE_SIZE {
+            HugePageMode::Never
+        } else {
+            HugePageMode::current()
+        };
+        Self::with_mode(len, populate, mode)
+    }
+
+    fn with_mode(len: usize, populate: bool, mode: HugePageMode) -> io::Result<Self> {
+        if len < HUGE_PAGE_SIZE || mode == HugePageMode::Never {
+            let mut options = MmapOptions::new();
+            options.len(len);
+            if populate {
+                options.populate();
+            }
+            let map = options.map_anon()?;
+            return Ok(AnonMapping {
+                map,
+                offset: 0,
+                len,
+                huge_ranges: 0,
+            });
+        }
+        // Room to start the buffer on a 2 MiB boundary; the slack in front is never touched.
+        let map = MmapOptions::new()
+            .len(len + HUGE_PAGE_SIZE - BASE_PAGE_SIZE)
+            .map_anon()?;
+        let address = map.as_ptr() as usize;
+        let offset = address.next_multiple_of(HUGE_PAGE_SIZE) - address;
+        let whole_ranges = len / HUGE_PAGE_SIZE;
+        let huge_ranges = match mode {
+            HugePageMode::Always => whole_ranges,
+            HugePageMode::Madvise => {
+                let granted = grantable_huge_pages(whole_ranges);
+                // A refusal (a kernel built without THP) leaves 4 KiB pages: nothing to undo.
+                if granted > 0
+                    && map
+                        .advise_range(Advice::HugePage, offset, granted * HUGE_PAGE_SIZE)
+                        .is_err()
+                {
+                    0
+                } else {
+                    granted
+                }
+            }
+            HugePageMode::Never => unreachable!("handled above"),
+        };
+        let mut mapping = AnonMapping {
+            map,
+            offset,
+            len,
+            huge_ranges,
+        };
+        if populate {
+            mapping.populate();
+        }
+        Ok(mapping)
+    }
+
+    /// Make the buffer's pages resident: `MADV_POPULATE_WRITE` (Linux 5.14), or one write per page
+    /// on kernels without it.
+    fn populate(&mut self) {
+        if self.len == 0
+            || self
+                .map
+                .advise_range(Advice::PopulateWrite, self.offset, self.len)
+                .is_ok()
+        {
+            return;
+        }
+        for page in self.chunks_mut(BASE_PAGE_SIZE) {
+            // A write of the zero the page already holds: the fault is the point (`black_box` keeps
+            // the value opaque to the optimiser).
+            page[0] = std::hint::black_box(0);
+        }
+    }
+
+    /// How many 2 MiB ranges of the buffer were marked for huge pages (under THP `always`, every whole
+    /// range: the kernel backs them when it can).
+    pub(crate) fn huge_ranges(&self) -> usize {
+        self.huge_ranges
+    }
+}
+
+impl Deref for AnonMapping {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.map[self.offset..self.offset + self.len]
+    }
+}
+
+impl DerefMut for AnonMapping {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.map[self.offset..self.offset + self.len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_selected_mode_is_the_bracketed_word() {
+        assert_eq!(
+            HugePageMode::parse("always [madvise] never\n"),
+            HugePageMode::Madvise
+        );
+        assert_eq!(
+            HugePageMode::parse("[always] madvise never\n"),
+            HugePageMode::Always
+        );
+        assert_eq!(
+            HugePageMode::parse("always madvise [never]\n"),
+            HugePageMode::Never
+        );
+        assert_eq!(HugePageMode::parse(""), HugePageMode::Never);
+    }
+
+    #[test]
+    fn free_huge_blocks_counts_order_nine_and_up_in_every_zone() {
+        let buddyinfo = "\
+Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1      3
+Node 0, zone    DMA32    121    140    112     95     87     62     30     17      8      3    742
+Node 0, zone   Normal  10544  11799   3557   7433   1515   6637   3129   1601    843    372   2064
+";
+        // Order 9 counts once, order 10 (4 MiB) twice.
+        assert_eq!(
+            free_huge_blocks(buddyinfo),
+            (1 + 2 * 3) + (3 + 2 * 742) + (372 + 2 * 2064)
+        );
+        assert_eq!(free_huge_blocks(""), 0);
+        let mut buf = [0u8; 8192];
+        if let Some(text) = read_small_file("/proc/buddyinfo", &mut buf) {
+            assert!(text.contains("zone"), "{text}");
+        }
+        assert_eq!(free_huge_blocks("Node 0, zone Normal 1 2 3\n"), 0);
+    }
+
+    #[test]
+    fn a_mapping_is_exactly_its_length_and_zeroed_in_every_mode() {
+        for mode in [
+            HugePageMode::Always,
+            HugePageMode::Madvise,
+            HugePageMode::Never,
+        ] {
+            for len in [0, 5, HUGE_PAGE_SIZE - 1, 3 * HUGE_PAGE_SIZE + 4097] {
+                for populate in [false, true] {
+                    let mut map = AnonMapping::with_mode(len, populate, mode).unwrap();
+                    assert_eq!(map.len(), len, "{mode:?} {len} {populate}");
+                    assert!(map.iter().all(|&b| b == 0));
+                    if len > 0 {
+                        map[len - 1] = 7;
+                        map[0] = 1;
+                        assert_eq!((map[0], map[len - 1]), (1, 7));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_mappings_start_on_a_huge_page_boundary() {
+        for mode in [HugePageMode::Always, HugePageMode::Madvise] {
+            let map = AnonMapping::with_mode(3 * HUGE_PAGE_SIZE + 4097, true, mode).unwrap();
+            assert_eq!(map.as_ptr() as usize % HUGE_PAGE_SIZE, 0, "{mode:?}");
+            assert!(map.huge_ranges() <= 3);
+        }
+        let map = AnonMapping::with_mode(3 * HUGE_PAGE_SIZE, true, HugePageMode::Always).unwrap();
+        assert_eq!(map.huge_ranges(), 3);
+        let map = AnonMapping::with_mode(3 * HUGE_PAGE_SIZE, true, HugePageMode::Never).unwrap();
+        assert_eq!(map.huge_ranges(), 0);
+    }
+
+    /// The `AnonHugePages` of the mapping holding `address`, in KiB, from `/proc/self/smaps`.
+    fn anon_huge_kib_at(address: usize) -> Option<usize> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((start, end)) = first.split_once('-')
+                && let (Ok(start), Ok(end)) = (
+                    usize::from_str_radix(start, 16),
+                    usize::from_str_radix(end, 16),
+                )
+            {
+                inside = start <= address && address < end;
+            } else if inside && let Some(kib) = line.strip_prefix("AnonHugePages:") {
+                return kib.trim().trim_end_matches("kB").trim().parse().ok();
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn where_the_kernel_grants_huge_pages_the_buffer_is_in_them() {
+        let map = AnonMapping::new(4 * HUGE_PAGE_SIZE, true).unwrap();
+        let huge_kib = anon_huge_kib_at(map.as_ptr() as usize).unwrap_or(0);
+        if map.huge_ranges() == 0 {
+            eprintln!(
+                "no huge pages here (mode {:?}): the buffer has 4 KiB pages",
+                HugePageMode::current()
+            );
+            return;
+        }
+        assert!(
+            huge_kib >= map.huge_ranges() * HUGE_PAGE_SIZE / 1024 / 2,
+            "{} ranges marked, {huge_kib} KiB in huge pages",
+            map.huge_ranges()
+        );
+    }
+}
