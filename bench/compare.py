@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""brisk next to boto3, awscrt and obstore, each client in its own process, against one server.
+"""brisk next to boto3, awscrt, obstore and minio-py, each client in its own process, against one server.
 
 Run through `bench/compare.sh` (which makes the pinned venv and builds brisk); by hand:
 
@@ -20,7 +20,7 @@ each repeat so that the machine's drift hits all of them alike. Cases:
 With `--tls`, `brisk serve` answers HTTPS only, with a self-signed certificate made for the run
 (openssl; P-256, a leaf for 127.0.0.1), and every client trusts it through its own documented setting:
 `AWS_CA_BUNDLE` (boto3, brisk), `TlsContextOptions.override_default_trust_store_from_path` (awscrt),
-`client_options["root_certificate"]` (obstore). Nobody skips verification. Over HTTPS brisk's uploads
+`client_options["root_certificate"]` (obstore), a urllib3 `PoolManager(ca_certs=...)` (minio-py). Nobody skips verification. Over HTTPS brisk's uploads
 switch to what the AWS SDKs do there: `UNSIGNED-PAYLOAD` with a CRC32C checksum.
 
 Every measured process runs under `/usr/bin/time -v`: peak RSS (`Maximum resident set size`) and CPU
@@ -38,8 +38,15 @@ The server's CPU (utime + stime from /proc/<pid>/stat) is read before and after 
            download: GET_OBJECT with recv_filepath; upload: PUT_OBJECT with send_filepath
   obstore  get: get(store, key).bytes(); download: the get result's chunk stream (10 MB chunks) written
            to a file; upload: put(store, key, Path) (defaults: 5 MiB parts, 12 in flight)
+  minio-py get: get_object(...).read(); download: fget_object (one streamed GET into a `.part` file,
+           renamed; a HEAD first); upload: fput_object (multipart, part size chosen from the file size,
+           3 parts in parallel)
   brisk    the release examples get_bytes, download and upload (TransferOptions::default(): 8 MiB parts,
            4 in flight)
+  brisk-4k, brisk-huge
+           (only when named in --clients) the same with BRISK_HUGE_PAGES=off (4 KiB pages for the
+           exact buffers and pool blocks) and =on (transparent huge pages wherever the kernel offers
+           them, also on VMs with free page reporting, where the default keeps 4 KiB pages)
 
 Writes bench/results/compare-SERVER-DATE.{tsv,json,md} and prints the markdown tables and the command
 line that produced them.
@@ -62,7 +69,12 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACCESS_KEY, SECRET_KEY, REGION = "comparebenchkey", "comparebenchsecret", "us-east-1"
 BUCKET = "compare"
-CLIENTS = ("brisk", "boto3", "awscrt", "obstore")
+CLIENTS = ("brisk", "boto3", "awscrt", "obstore", "minio-py")
+# Clients that can be named in --clients but are not run by default: brisk with transparent huge pages
+# turned off or forced on (BRISK_HUGE_PAGES), to compare page sizes in one run.
+HUGE_PAGES = {"brisk-4k": "off", "brisk-huge": "on"}
+EXTRA_CLIENTS = tuple(HUGE_PAGES)
+BRISK_CLIENTS = ("brisk",) + EXTRA_CLIENTS
 CASES = ("baseline", "get", "download", "upload")
 MIB, GIB = 1 << 20, 1 << 30
 FULL_GET_SIZES = (256 * MIB, GIB)
@@ -82,6 +94,10 @@ MINIO_CANDIDATES = (os.path.join(ROOT, ".tools/bin/minio"), "/work/main/.tools/b
 
 LABELS = {
     "brisk": {"get": "brisk `get_bytes`", "download": "brisk `download`", "upload": "brisk `upload`"},
+    "brisk-4k": {"get": "brisk `get_bytes`, 4 KiB pages", "download": "brisk `download`, 4 KiB pages",
+                 "upload": "brisk `upload`, 4 KiB pages"},
+    "brisk-huge": {"get": "brisk `get_bytes`, huge pages", "download": "brisk `download`, huge pages",
+                   "upload": "brisk `upload`, huge pages"},
     "boto3": {"get": 'boto3 `get_object()["Body"].read()`', "download": "boto3 `download_file`",
               "upload": "boto3 `upload_file`"},
     "awscrt": {"get": "awscrt `S3Client` GET into a pre-sized `bytearray`",
@@ -89,6 +105,8 @@ LABELS = {
                "upload": "awscrt `S3Client` PUT, `send_filepath`"},
     "obstore": {"get": "obstore `get(...).bytes()`", "download": "obstore `get(...)` stream to file",
                 "upload": "obstore `put(store, key, Path)`"},
+    "minio-py": {"get": "minio-py `get_object(...).read()`", "download": "minio-py `fget_object`",
+                 "upload": "minio-py `fput_object`"},
 }
 
 
@@ -211,7 +229,34 @@ def drive_obstore(case, endpoint, bucket, key, size, path):
     return n, time.perf_counter() - started
 
 
-DRIVERS = {"boto3": drive_boto3, "awscrt": drive_awscrt, "obstore": drive_obstore}
+def drive_minio(case, endpoint, bucket, key, size, path):
+    import urllib3
+    from minio import Minio
+
+    secure = endpoint.startswith("https://")
+    http_client = None
+    if secure:
+        http_client = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", ca_certs=os.environ["AWS_CA_BUNDLE"])
+    client = Minio(endpoint.split("://", 1)[1], access_key=ACCESS_KEY, secret_key=SECRET_KEY, secure=secure,
+                   region=REGION, http_client=http_client)
+    started = time.perf_counter()
+    if case in ("get", "baseline"):
+        response = client.get_object(bucket, key)
+        try:
+            n = len(response.read())
+        finally:
+            response.close()
+            response.release_conn()
+    elif case == "download":
+        client.fget_object(bucket, key, path)
+        n = os.path.getsize(path)
+    else:
+        client.fput_object(bucket, key, path)
+        n = size
+    return n, time.perf_counter() - started
+
+
+DRIVERS = {"boto3": drive_boto3, "awscrt": drive_awscrt, "obstore": drive_obstore, "minio-py": drive_minio}
 
 
 def drive(client, case, endpoint, bucket, key, size, path=None):
@@ -335,7 +380,7 @@ def brisk_example(name):
 
 
 def client_command(client, case, endpoint, key, size, path):
-    if client == "brisk":
+    if client in BRISK_CLIENTS:
         common = ["--endpoint-url", endpoint, "--bucket", BUCKET, "--key", key]
         if case in ("get", "baseline"):
             return [brisk_example("get_bytes"), *common]
@@ -349,7 +394,7 @@ BRISK_OUTPUT = re.compile(r"(\d+) bytes .*in ([0-9.]+) s \(")
 
 def parse_inside(client, stdout):
     """(bytes, seconds) the measured process printed about its own transfer."""
-    if client == "brisk":
+    if client in BRISK_CLIENTS:
         m = BRISK_OUTPUT.search(stdout)
         if not m:
             raise ValueError(f"unexpected output {stdout!r}")
@@ -386,7 +431,10 @@ def measure(server, client, case, key, size, path):
     row = {"server": server.kind, "client": client, "case": case, "size": size}
     cpu0 = server.cpu_seconds()
     try:
-        proc = subprocess.run(cmd, env=client_env(server.endpoint, server.ca_bundle), capture_output=True, text=True,
+        env = client_env(server.endpoint, server.ca_bundle)
+        if client in HUGE_PAGES:
+            env["BRISK_HUGE_PAGES"] = HUGE_PAGES[client]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                               timeout=run_timeout(size))
     except subprocess.TimeoutExpired:
         return {**row, "status": f"timed out after {run_timeout(size)} s"}
@@ -442,8 +490,8 @@ def run(args):
     clients = args.clients.split(",")
     cases = args.cases.split(",")
     for name in clients:
-        if name not in CLIENTS:
-            sys.exit(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
+        if name not in CLIENTS + EXTRA_CLIENTS:
+            sys.exit(f"unknown client {name!r}: one of {', '.join(CLIENTS + EXTRA_CLIENTS)}")
     for name in cases:
         if name not in CASES:
             sys.exit(f"unknown case {name!r}: one of {', '.join(CASES)}")
@@ -540,10 +588,11 @@ def run(args):
 def versions(minio):
     import awscrt
     import boto3
+    import minio as minio_py
     import obstore
 
     found = {"boto3": boto3.__version__, "awscrt": awscrt.__version__, "obstore": obstore.__version__,
-             "python": sys.version.split()[0]}
+             "minio-py": minio_py.__version__, "python": sys.version.split()[0]}
     git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     found["brisk"] = git.stdout.strip()
     if minio:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# brisk next to boto3, awscrt and obstore against one server, each client in its own process measured
+# brisk next to boto3, awscrt, obstore and minio-py against one server, each client in its own process measured
 # from outside (/usr/bin/time -v). One command regenerates the "Clients" tables of BENCHMARKS.md:
 #
 #   bench/compare.sh                   brisk serve (fsync on), 256 MiB + 1 GiB in memory, 4 GiB files, 3 repeats

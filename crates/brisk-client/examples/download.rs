@@ -1,14 +1,12 @@
 //! Downloads one object to a file with parallel ranged GETs from pooled blocks.
 //!
-//! `cargo run --release -p brisk-client --example download -- --endpoint-url http://127.0.0.1:9000 --bucket b --key k --file out.bin`
+//! `cargo run --release -p brisk-client --example download -- --endpoint-url http://127.0.0.1:9000 --bucket b --key k --file out.bin [--part-size BYTES] [--parts-in-flight N]`
 
 #[path = "support/args.rs"]
 mod args;
 
 use std::path::Path;
 use std::time::Instant;
-
-use brisk_client::TransferOptions;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -19,7 +17,9 @@ async fn main() {
 }
 
 async fn run() -> Result<(), brisk_client::Error> {
-    let args = args::Args::parse("download --endpoint-url URL --bucket NAME --key KEY --file PATH");
+    let args = args::Args::parse(
+        "download --endpoint-url URL --bucket NAME --key KEY --file PATH [--part-size BYTES] [--parts-in-flight N]",
+    );
     let client = args.client();
     let started = Instant::now();
     let size = client
@@ -27,7 +27,7 @@ async fn run() -> Result<(), brisk_client::Error> {
             args.required("bucket"),
             args.required("key"),
             Path::new(args.required("file")),
-            TransferOptions::default(),
+            args::transfer_options(&args),
         )
         .await?;
     let elapsed = started.elapsed();

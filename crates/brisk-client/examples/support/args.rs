@@ -56,6 +56,26 @@ impl Args {
     }
 }
 
+/// `TransferOptions::default()` with `--part-size BYTES` and `--parts-in-flight N` applied when given.
+pub fn transfer_options(args: &Args) -> brisk_client::TransferOptions {
+    let mut options = brisk_client::TransferOptions::default();
+    let number = |name: &str| {
+        args.optional(name).map(|v| {
+            v.parse::<usize>().unwrap_or_else(|_| {
+                eprintln!("--{name} takes a whole number, not {v:?}");
+                std::process::exit(2);
+            })
+        })
+    };
+    if let Some(part_size) = number("part-size") {
+        options.part_size = part_size;
+    }
+    if let Some(parts) = number("parts-in-flight") {
+        options.parts_in_flight = parts;
+    }
+    options
+}
+
 /// `bytes` in `elapsed` as GiB/s.
 pub fn gib_per_s(bytes: u64, elapsed: Duration) -> f64 {
     bytes as f64 / (1u64 << 30) as f64 / elapsed.as_secs_f64().max(1e-9)
