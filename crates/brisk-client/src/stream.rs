@@ -33,6 +33,9 @@ pub struct ObjectStream {
     bucket: String,
     key: String,
     response: Option<Response>,
+    /// Where the stream starts in the object: 0 for a whole object, the range's first byte for a
+    /// ranged stream.
+    start: u64,
     length: u64,
     received: u64,
     etag: Option<String>,
@@ -70,6 +73,7 @@ impl Client {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
             response: Some(response),
+            start: 0,
             length,
             received: 0,
             etag,
@@ -80,8 +84,39 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Starts reading `len` bytes of `bucket`/`key` from `offset` as a stream, every GET (the first
+    /// and any resumed one) pinned to `etag` with `If-Match`: a changed object is
+    /// [`Error::ObjectChanged`]. No checksum is checked (a range has no stored checksum of its own);
+    /// the caller sums what it reads. `len` must be at least 1.
+    pub(crate) async fn get_range_stream(
+        &self,
+        bucket: &str,
+        key: &str,
+        etag: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<ObjectStream> {
+        let mut stream = ObjectStream {
+            client: self.clone(),
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            response: None,
+            start: offset,
+            length: len,
+            received: 0,
+            etag: Some(etag.to_owned()),
+            checksum: None,
+            retry: RetryContext::new(self.config().retry),
+            backoff: Duration::ZERO,
+        };
+        stream.request_rest().await?;
+        Ok(stream)
+    }
+}
+
 impl ObjectStream {
-    /// The object's size (`Content-Length`).
+    /// The object's size (`Content-Length`); for a ranged stream, the range's.
     pub fn content_length(&self) -> u64 {
         self.length
     }
@@ -180,11 +215,16 @@ impl ObjectStream {
         tokio::time::sleep(std::mem::take(&mut self.backoff)).await;
         self.client.count_resumed_read();
         tracing::debug!(
-            bucket = %self.bucket, key = %self.key, attempt = self.retry.attempt(), resume_at = self.received,
+            bucket = %self.bucket, key = %self.key, attempt = self.retry.attempt(), resume_at = self.start + self.received,
             "stream read failed mid-body; resuming with a ranged GET pinned to the ETag"
         );
+        self.request_rest().await
+    }
+
+    /// Sends the ranged GET for the bytes of the stream not yet read, pinned to the ETag.
+    async fn request_rest(&mut self) -> Result<()> {
         let etag = self.etag.clone().unwrap_or_default();
-        let (from, last) = (self.received, self.length - 1);
+        let (from, last) = (self.start + self.received, self.start + self.length - 1);
         let spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
             .header("if-match", etag.clone())
             .header("range", format!("bytes={from}-{last}"));
@@ -197,7 +237,7 @@ impl ObjectStream {
         if response.head().status() != 206 || length != last - from + 1 {
             return Err(Error::UnexpectedResponse {
                 what: format!(
-                    "resumed read got status {} with {length} bytes, expected 206 with {}",
+                    "ranged read got status {} with {length} bytes, expected 206 with {}",
                     response.head().status(),
                     last - from + 1
                 ),

@@ -70,6 +70,9 @@ async fn read_paths_allocate_per_request(c: &brisk_client::Client, bucket: &str)
             drop(c.get_bytes(&bucket, key).await.unwrap());
         }
 
+        // Counted from here: a server may close a connection left idle while the objects were
+        // made (Azurite after 5 s, which a debug build's 64 MiB pattern can take on a busy machine).
+        let opened_before = c.metrics().connections_opened;
         let mut get_into = Vec::new();
         for (key, len) in objects {
             let (n, counts) = count_future(c.get_into(&bucket, key, &mut dst)).await;
@@ -113,7 +116,8 @@ async fn read_paths_allocate_per_request(c: &brisk_client::Client, bucket: &str)
             }
         }
         assert_eq!(get_bytes[1].1, get_bytes[2].1, "{get_bytes:?}");
-        assert_eq!(c.metrics().connections_opened, 1);
+        // Every counted read reused the warm connection.
+        assert_eq!(c.metrics().connections_opened, opened_before);
     }
 }
 

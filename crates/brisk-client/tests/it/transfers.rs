@@ -131,8 +131,9 @@ async fn transfers_stay_within_the_memory_budget() {
         let m = budget.metrics();
         assert!(m.peak_reserved_bytes <= 16 * MIB, "{m:?}");
         assert!(m.waits > 0, "the budget never made a part wait: {m:?}");
-        // One block per part (5 up, 5 down). While parts wait, returned blocks are freed rather
-        // than cached (the pool never makes anyone wait for its cache), so some are allocated anew.
+        // One block per part up (5 of 8 MiB), one per download worker that found a range (5 of
+        // 2 MiB: the 6th finds none). While parts wait, returned blocks are freed rather than
+        // cached (the pool never makes anyone wait for its cache), so some are allocated anew.
         assert_eq!(m.pool_blocks_allocated + m.pool_hits, 10, "{m:?}");
     })
     .await;
