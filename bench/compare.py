@@ -688,12 +688,15 @@ def tables(meta, rows):
            f"{' '.join(meta['load_before'])}, after {' '.join(meta.get('load_after', ['?']))}; versions: "
            + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", ""]
 
-    out += ["In-memory GET. RSS growth = peak RSS less the same client's 1-byte GET (baseline column), "
-            "per object byte; CPU = user + sys less the baseline's, per GiB.", "",
-            "| client | object | GiB/s (range) | peak RSS growth / size | client CPU s/GiB | server CPU s/GiB | "
-            "baseline RSS MiB |",
-            "|---|---|---|---|---|---|---|"]
-    for client in clients:
+    # The in-memory table only when the run had the get case (a --cases download run has none).
+    get_clients = clients if any(r["case"] == "get" for r in rows) else []
+    if get_clients:
+        out += ["In-memory GET. RSS growth = peak RSS less the same client's 1-byte GET (baseline column), "
+                "per object byte; CPU = user + sys less the baseline's, per GiB.", "",
+                "| client | object | GiB/s (range) | peak RSS growth / size | client CPU s/GiB | server CPU s/GiB | "
+                "baseline RSS MiB |",
+                "|---|---|---|---|---|---|---|"]
+    for client in get_clients:
         base = ok.get((client, "baseline", 1))
         for size in meta["get_sizes"]:
             key = (client, "get", size)
