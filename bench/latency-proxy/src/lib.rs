@@ -129,14 +129,14 @@ async fn read_requests(
 ) -> io::Result<()> {
     let mut framer = Framer::new(Kind::Request);
     loop {
-        let mut buf = vec![0u8; READ_SIZE];
-        let n = from.read(&mut buf).await?;
+        // `read_buf` fills the spare capacity: no zeroing pass over each fresh buffer.
+        let mut buf = Vec::with_capacity(READ_SIZE);
+        let n = from.read_buf(&mut buf).await?;
         let arrives = up.release(Instant::now());
         if n == 0 {
             let _ = line.send((arrives, None)).await;
             return Ok(());
         }
-        buf.truncate(n);
         let mut pos = 0;
         while pos < n {
             let step = framer.step(&buf[pos..])?;
@@ -168,15 +168,14 @@ async fn read_responses(
 ) -> io::Result<()> {
     let mut framer = Framer::new(Kind::Response);
     loop {
-        let mut buf = vec![0u8; READ_SIZE];
-        let n = from.read(&mut buf).await?;
+        let mut buf = Vec::with_capacity(READ_SIZE);
+        let n = from.read_buf(&mut buf).await?;
         let read_at = Instant::now();
         if n == 0 {
             let at = down.release(read_at, true);
             let _ = line.send((at, None)).await;
             return Ok(());
         }
-        buf.truncate(n);
         let mut pos = 0;
         let mut pieces = Vec::new();
         while pos < n {
@@ -219,7 +218,9 @@ async fn read_responses(
 /// Writes each piece at its time; at the end of the stream, closes the write side.
 async fn deliver(mut line: mpsc::Receiver<Piece>, mut to: OwnedWriteHalf) -> io::Result<()> {
     while let Some((at, bytes)) = line.recv().await {
-        clock::sleep_until(at).await;
+        if at > Instant::now() {
+            clock::sleep_until(at).await;
+        }
         match bytes {
             Some(bytes) => to.write_all(&bytes).await?,
             None => {
