@@ -53,6 +53,25 @@ struct Counters {
     max_connections: AtomicU64,
 }
 
+/// A batch's lanes (connections at most) and requests per connection: one connection per request in
+/// flight up to `min(connections, max_per_host)`, and pipelining only past that, so the queue
+/// depth is kept in flight with the fewest requests waiting behind another on one connection.
+pub(crate) fn shape(options: &BatchOptions, max_per_host: usize) -> (usize, usize) {
+    let lanes = options
+        .connections
+        .min(max_per_host)
+        .min(options.queue_depth)
+        .max(1);
+    let depth = match options.pipelining {
+        Pipelining::Off => 1,
+        Pipelining::Auto | Pipelining::On => options
+            .queue_depth
+            .div_ceil(lanes)
+            .clamp(1, MAX_PIPELINE_DEPTH),
+    };
+    (lanes, depth)
+}
+
 /// The state the lanes of one batch share.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
@@ -88,18 +107,7 @@ impl Scheduler {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let lanes = options
-            .connections
-            .min(client.config().max_connections_per_host)
-            .min(options.queue_depth)
-            .max(1);
-        let depth = match options.pipelining {
-            Pipelining::Off => 1,
-            Pipelining::Auto | Pipelining::On => options
-                .queue_depth
-                .div_ceil(lanes)
-                .clamp(1, MAX_PIPELINE_DEPTH),
-        };
+        let (lanes, depth) = shape(&options, client.config().max_connections_per_host);
         let scheduler = Arc::new(Self {
             client,
             bucket: bucket.into(),
@@ -338,5 +346,45 @@ impl Scheduler {
         {
             lane.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DEFAULT_MAX_CONNECTIONS_PER_HOST;
+
+    fn at(queue_depth: usize) -> BatchOptions {
+        BatchOptions {
+            queue_depth,
+            ..BatchOptions::default()
+        }
+    }
+
+    #[test]
+    fn by_default_a_connection_per_request_up_to_the_limit_then_pipelining() {
+        let max = DEFAULT_MAX_CONNECTIONS_PER_HOST;
+        assert_eq!(shape(&at(1), max), (1, 1));
+        assert_eq!(shape(&at(16), max), (16, 1));
+        assert_eq!(shape(&BatchOptions::default(), max), (64, 1));
+        assert_eq!(shape(&at(128), max), (64, 2));
+        assert_eq!(shape(&at(256), max), (64, 4));
+        // Past 16 per connection the depth stops growing (the slots still bound what is in flight).
+        assert_eq!(shape(&at(4096), max), (64, MAX_PIPELINE_DEPTH));
+    }
+
+    #[test]
+    fn the_clients_connection_limit_bounds_a_batch() {
+        assert_eq!(shape(&BatchOptions::default(), 8), (8, 8));
+        let narrow = BatchOptions {
+            connections: 4,
+            ..at(64)
+        };
+        assert_eq!(shape(&narrow, 64), (4, 16));
+        let off = BatchOptions {
+            pipelining: Pipelining::Off,
+            ..at(256)
+        };
+        assert_eq!(shape(&off, 64), (64, 1));
     }
 }
