@@ -35,10 +35,8 @@ Each client is used the way its documentation shows for concurrent ranged reads:
            (only with --before-example PATH) the same example built from an earlier commit, so that a
            change of the defaults is measured before and after in one run
   brisk-wide
-           the same with `--connections QUEUE DEPTH`: one request per connection, none pipelined. On
-           this 2-core VM's loopback a second response queued on a connection about doubles the
-           server's CPU per GiB (docs/random-reads.md), so this is brisk's fastest setting here, at
-           the price of QUEUE DEPTH sockets (still fewer than obstore's)
+           the same with `--connections QUEUE DEPTH`: one request per connection at every depth, none
+           pipelined (the defaults are the same up to queue depth 64 and pipeline past it)
   boto3    a ThreadPoolExecutor of QUEUE DEPTH threads, each looping get_object(Range=...)["Body"].read();
            max_pool_connections = QUEUE DEPTH (its default, 10, would make threads wait for connections)
   awscrt   S3Client (default throughput target) GET_OBJECT meta-requests with a Range header, bodies

@@ -11,7 +11,10 @@
 //! writes the heads of the requests it takes, then reads the responses in order, writing the head
 //! of the next request as soon as a response is complete. The server thus always has the next
 //! request of every connection in hand when it finishes a response, and no request waits a round
-//! trip for its head to arrive: 64 requests in flight need 8 sockets, not 64.
+//! trip for its head to arrive. With the defaults a lane carries one request at a time up to 64
+//! lanes and pipelines only past that ([`shape`]): servers answer a connection's requests one after
+//! the other, so behind a first-byte latency pipelining saves the round trip but not the latency
+//! (`docs/random-reads.md`, "Under latency").
 //!
 //! The queue depth counts requests sent and completions not yet taken by the caller: one
 //! semaphore slot per request, taken when a lane takes the request and given back when the caller
