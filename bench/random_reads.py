@@ -6,6 +6,7 @@ Run through `bench/random.sh` (which makes the pinned venv and builds brisk); by
 
     .bench-venv/bin/python bench/random_reads.py run [--server brisk|minio] [--quick] [--repeats N]
                            [--points 256KiB:1,256KiB:16,...] [--duration S] [--clients brisk,boto3,...]
+                           [--rtt-ms 0.5,2,10 [--first-byte-ms 0.5,2,10] [--serial]]
     .bench-venv/bin/python bench/random_reads.py table bench/results/random-brisk-DATE.tsv
     .bench-venv/bin/python bench/random_reads.py drive CLIENT ENDPOINT BUCKET KEY BLOCK DEPTH SECONDS
 
@@ -16,16 +17,26 @@ alike. A point is (block size, queue depth): for DURATION seconds, reads of one 
 block-aligned offset are kept QUEUE DEPTH in flight (a closed loop: each completion starts the next).
 Default points: 256 KiB at queue depth 1, 16 and 64, and 4 KiB and 1 MiB at queue depth 64.
 
+Latency mode (`--rtt-ms`, run through `bench/latency.sh`): for each round trip in the list (and the
+first-byte latency at the same place of `--first-byte-ms`, or its one value), a `latency-proxy`
+(bench/latency-proxy, release build) is started in front of the server and every client is pointed at
+it: each direction is delayed by half the round trip, a new connection by one round trip, and each
+response's first byte by the first-byte latency L from its own request's arrival (`--serial`: from the
+end of the previous response on the connection, as a server that answers pipelined requests one at a
+time would with a slow backend). The table then adds the Little's-law bound QD / (RTT + L) and each
+client's share of it. The object is written directly, not through the proxy. The proxy's CPU is
+recorded per run but charged to no one.
+
 Each client is used the way its documentation shows for concurrent ranged reads:
 
-  brisk    the release example `random_read` (brisk bench's `random_point`: one BatchReader, 8
-           connections, pipelining auto, caller buffers reused): QUEUE DEPTH / 8 requests
-           pipelined per connection
+  brisk    the release example `random_read` (brisk bench's `random_point`: one BatchReader with the
+           library's default options for the queue depth, caller buffers reused)
+  brisk-before
+           (only with --before-example PATH) the same example built from an earlier commit, so that a
+           change of the defaults is measured before and after in one run
   brisk-wide
-           the same with `--connections QUEUE DEPTH`: one request per connection, none pipelined. On
-           this 2-core VM's loopback a second response queued on a connection about doubles the
-           server's CPU per GiB (docs/random-reads.md), so this is brisk's fastest setting here, at
-           the price of QUEUE DEPTH sockets (still fewer than obstore's)
+           the same with `--connections QUEUE DEPTH`: one request per connection at every depth, none
+           pipelined (the defaults are the same up to queue depth 64 and pipeline past it)
   boto3    a ThreadPoolExecutor of QUEUE DEPTH threads, each looping get_object(Range=...)["Body"].read();
            max_pool_connections = QUEUE DEPTH (its default, 10, would make threads wait for connections)
   awscrt   S3Client (default throughput target) GET_OBJECT meta-requests with a Range header, bodies
@@ -77,8 +88,10 @@ _spec.loader.exec_module(compare)
 ROOT = compare.ROOT
 BUCKET = "random"
 KEY = "random-object"
-BRISK_CLIENTS = ("brisk", "brisk-wide")  # the random_read example, in its two settings
+BRISK_CLIENTS = ("brisk", "brisk-wide", "brisk-before")  # the random_read example
 CLIENTS = (*BRISK_CLIENTS, "boto3", "awscrt", "obstore")
+# The example of an earlier build (`--before-example`), for client "brisk-before".
+BEFORE_EXAMPLE = [None]
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 DEFAULT_POINTS = ((256 * KIB, 1), (256 * KIB, 16), (256 * KIB, 64), (4 * KIB, 64), (MIB, 64))
 QUICK_POINTS = ((256 * KIB, 16), (4 * KIB, 16))
@@ -308,21 +321,27 @@ def proc_threads_sockets(pid):
 def client_command(client, endpoint, block, depth, seconds):
     if client in BRISK_CLIENTS:
         wide = ["--connections", str(depth)] if client == "brisk-wide" else []
-        return [compare.brisk_example("random_read"), "--endpoint-url", endpoint, "--bucket", BUCKET,
+        example = BEFORE_EXAMPLE[0] if client == "brisk-before" else compare.brisk_example("random_read")
+        return [example, "--endpoint-url", endpoint, "--bucket", BUCKET,
                 "--key", KEY, "--block-size", str(block), "--queue-depth", str(depth), "--duration",
                 f"{seconds}s", "--json", *wide]
     return [sys.executable, os.path.abspath(__file__), "drive", client, endpoint, BUCKET, KEY, str(block),
             str(depth), str(seconds)]
 
 
-def measure(server, client, block, depth, seconds):
-    """One measured process; returns a result row (status "ok" or what went wrong)."""
-    row = {"server": server.kind, "client": client, "block": block, "depth": depth}
+def measure(server, client, block, depth, seconds, proxy=None):
+    """One measured process; returns a result row (status "ok" or what went wrong). With a
+    LatencyProxy, the client talks to the server through it."""
+    row = {"server": server.kind, "client": client, "block": block, "depth": depth,
+           "rtt_ms": proxy.rtt_ms if proxy else 0.0, "first_byte_ms": proxy.first_byte_ms if proxy else 0.0,
+           "proxy_mode": proxy.mode if proxy else ""}
+    endpoint = proxy.endpoint if proxy else server.endpoint
     # Under /usr/bin/time -v, as in compare.py: a small parent, so the client's peak RSS is its own
     # (ru_maxrss survives exec, and this script's would be inherited otherwise).
-    cmd = ["/usr/bin/time", "-v", *client_command(client, server.endpoint, block, depth, seconds)]
+    cmd = ["/usr/bin/time", "-v", *client_command(client, endpoint, block, depth, seconds)]
     server_cpu0 = server.cpu_seconds()
-    proc = subprocess.Popen(cmd, env=compare.client_env(server.endpoint), stdout=subprocess.PIPE,
+    proxy_cpu0 = proxy.cpu_seconds() if proxy else 0.0
+    proc = subprocess.Popen(cmd, env=compare.client_env(endpoint), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     killer = threading.Timer(seconds + RUN_SLACK_S, proc.kill)
     killer.start()
@@ -344,6 +363,7 @@ def measure(server, client, block, depth, seconds):
     finally:
         killer.cancel()
     row["server_cpu_s"] = server.cpu_seconds() - server_cpu0
+    row["proxy_cpu_s"] = proxy.cpu_seconds() - proxy_cpu0 if proxy else 0.0
     if proc.returncode != 0:
         said = " ".join(stderr.split("\tCommand being timed:")[0].strip().splitlines()[-3:])[-300:]
         return {**row, "status": f"exit {proc.returncode}: {said}"}
@@ -370,9 +390,56 @@ def measure(server, client, block, depth, seconds):
     return {**row, "status": "ok" if row["errors"] == 0 else f"ok, {row['errors']} errors"}
 
 
+class LatencyProxy:
+    """bench/latency-proxy in front of the server, for one (round trip, first-byte latency, mode)."""
+
+    BINARY = os.path.join(ROOT, "target/release/latency-proxy")
+
+    def __init__(self, upstream_port, rtt_ms, first_byte_ms, serial):
+        self.rtt_ms, self.first_byte_ms = rtt_ms, first_byte_ms
+        self.mode = "serial" if serial else "parallel"
+        cmd = [self.BINARY, "--upstream", f"127.0.0.1:{upstream_port}", "--rtt-ms", str(rtt_ms),
+               "--first-byte-ms", str(first_byte_ms)] + (["--serial"] if serial else [])
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        killer = threading.Timer(30, self.proc.kill)  # the LISTENING line comes at once
+        killer.start()
+        try:
+            line = self.proc.stdout.readline().split()
+        finally:
+            killer.cancel()
+        if len(line) != 2 or line[0] != "LISTENING":
+            self.close()
+            raise RuntimeError(f"latency-proxy did not start: {line}")
+        self.endpoint = f"http://{line[1]}"
+
+    def cpu_seconds(self):
+        return compare.process_cpu_seconds(self.proc.pid)
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def latency_points(args):
+    """(rtt_ms, first_byte_ms) pairs, or [None] for no proxy."""
+    if not args.rtt_ms:
+        return [None]
+    rtts = [float(x) for x in args.rtt_ms.split(",")]
+    firsts = [float(x) for x in (args.first_byte_ms or "0").split(",")]
+    if len(firsts) == 1:
+        firsts = firsts * len(rtts)
+    if len(firsts) != len(rtts):
+        sys.exit("--first-byte-ms: one value, or one per --rtt-ms value")
+    return list(zip(rtts, firsts))
+
+
 TSV_FIELDS = ("server", "client", "block", "depth", "repeat", "status", "reads", "errors", "bytes", "seconds",
               "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "max_rss_kib", "threads", "sockets",
-              "server_cpu_s")
+              "server_cpu_s", "rtt_ms", "first_byte_ms", "proxy_mode", "proxy_cpu_s")
 
 
 def parse_points(text):
@@ -393,6 +460,11 @@ def run(args):
     for name in clients:
         if name not in CLIENTS:
             sys.exit(f"unknown client {name!r}: one of {', '.join(CLIENTS)}")
+    if "brisk-before" in clients:
+        if not args.before_example:
+            sys.exit("client brisk-before needs --before-example PATH")
+        BEFORE_EXAMPLE[0] = os.path.abspath(args.before_example)
+    latencies = latency_points(args)
     minio = compare.find_minio(args.minio) if args.server == "minio" else None
     os.makedirs(args.scratch, exist_ok=True)
     work = os.path.join(args.scratch, f"random-{os.getpid()}")
@@ -406,6 +478,8 @@ def run(args):
         "seconds": seconds,
         "object_size": object_size,
         "points": [list(p) for p in points],
+        "latencies": [list(l) if l else None for l in latencies],
+        "proxy_mode": ("serial" if args.serial else "parallel") if args.rtt_ms else None,
         "load_before": open("/proc/loadavg").read().split()[:3],
         "versions": compare.versions(minio),
     }
@@ -417,7 +491,7 @@ def run(args):
     server = compare.Server(args.server, os.path.join(work, "data"), minio)
     loads = []
     try:
-        compare.admin_client(server.endpoint).create_bucket(Bucket=BUCKET)
+        compare.admin_client(server).create_bucket(Bucket=BUCKET)
         source = os.path.join(work, "source")
         compare.write_random_file(source, object_size)
         subprocess.run([os.path.join(ROOT, "target/release/brisk"), "cp", "-q", source, f"s3://{BUCKET}/{KEY}"],
@@ -426,14 +500,20 @@ def run(args):
         print(f"{args.server} on {server.endpoint}; {object_size // MIB} MiB object written", file=sys.stderr)
         for rep in range(repeats):
             order = clients[rep % len(clients):] + clients[: rep % len(clients)]
-            for block, depth in points:
-                for client in order:
-                    row = measure(server, client, block, depth, seconds)
-                    row["repeat"] = rep + 1
-                    rows.append(row)
-                    partial.write(compare.tsv_line(row, TSV_FIELDS))
-                    partial.flush()
-                    print(progress_line(row), file=sys.stderr)
+            for latency in latencies:
+                proxy = LatencyProxy(server.port, *latency, args.serial) if latency else None
+                try:
+                    for block, depth in points:
+                        for client in order:
+                            row = measure(server, client, block, depth, seconds, proxy)
+                            row["repeat"] = rep + 1
+                            rows.append(row)
+                            partial.write(compare.tsv_line(row, TSV_FIELDS))
+                            partial.flush()
+                            print(progress_line(row), file=sys.stderr)
+                finally:
+                    if proxy:
+                        proxy.close()
             loads.append(open("/proc/loadavg").read().split()[:3])
     finally:
         server.close()
@@ -449,8 +529,14 @@ def run(args):
     print(f"rows in {stem}.tsv; table in {stem}.md", file=sys.stderr)
 
 
+def latency_label(row):
+    if not row.get("rtt_ms") and not row.get("first_byte_ms"):
+        return ""
+    return f"RTT {row['rtt_ms']:g} ms L {row['first_byte_ms']:g} ms "
+
+
 def progress_line(row):
-    head = f"{row['repeat']} {row['block'] // KIB} KiB QD {row['depth']} {row['client']}"
+    head = f"{row['repeat']} {latency_label(row)}{row['block'] // KIB} KiB QD {row['depth']} {row['client']}"
     if not row["status"].startswith("ok"):
         return f"{head}: {row['status']}"
     return (f"{head}: {row['reads'] / row['seconds']:.0f} IOPS, "
@@ -462,14 +548,69 @@ def read_tsv(path):
     return compare.read_tsv(
         path,
         ints=("block", "depth", "repeat", "reads", "errors", "bytes", "max_rss_kib", "threads", "sockets"),
-        floats=("seconds", "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "server_cpu_s"))
+        floats=("seconds", "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "server_cpu_s", "rtt_ms",
+                "first_byte_ms", "proxy_cpu_s"))
 
 
 def size_label(size):
     return f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
 
 
+def latency_table(meta, rows):
+    """The latency sweep: per (RTT, L, block, QD) and client, IOPS against Little's law's bound
+    QD / (RTT + L) and against obstore's, client CPU per GiB, latency, sockets; then the goal."""
+    clients = list(dict.fromkeys(r["client"] for r in rows))
+    groups = {}
+    for r in rows:
+        if r["status"].startswith("ok"):
+            key = (r["rtt_ms"] or 0.0, r["first_byte_ms"] or 0.0, r["block"], r["depth"])
+            groups.setdefault(key, {}).setdefault(r["client"], []).append(r)
+    failed = [r for r in rows if not r["status"].startswith("ok")]
+    med = statistics.median
+    out = [f"Command: `{meta['command']}`", "",
+           f"Server `{meta['server']}` behind latency-proxy ({meta.get('proxy_mode')} first-byte latency), "
+           f"{meta['started']}, {meta['repeats']} repeat(s) of {meta['seconds']} s per point, medians, a "
+           f"{meta['object_size'] // MIB} MiB object; load average before {' '.join(meta['load_before'])}, after "
+           f"each repeat {'; '.join(' '.join(l) for l in meta.get('load_after_each_repeat', []))}; versions: "
+           + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", "",
+           "| RTT ms | L ms | block | QD | bound QD/(RTT+L) | client | IOPS (range) | % of bound | x obstore | "
+           "client CPU s/GiB | p50 / p99 ms | sockets | server CPU s/GiB | proxy CPU s/GiB |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    goals = []
+    for (rtt, first, block, depth), by_client in sorted(groups.items()):
+        bound = depth / ((rtt + first) / 1e3) if rtt + first > 0 else float("inf")
+        iops = {c: med([r["reads"] / r["seconds"] for r in runs]) for c, runs in by_client.items()}
+        base = iops.get("obstore")
+        for client in clients:
+            runs = by_client.get(client)
+            if not runs:
+                continue
+            rates = [r["reads"] / r["seconds"] for r in runs]
+            rng = f" ({min(rates):.0f}–{max(rates):.0f})" if len(rates) > 1 else ""
+            gib = lambda r: r["bytes"] / GIB  # noqa: E731
+            times = f"{iops[client] / base:.2f}" if base else "–"
+            out.append(f"| {rtt:g} | {first:g} | {size_label(block)} | {depth} | {bound:.0f} | {client} | "
+                       f"{iops[client]:.0f}{rng} | {100 * iops[client] / bound:.0f} % | {times} | ")
+            out[-1] += (f"{med([r['window_cpu_s'] / gib(r) for r in runs]):.3f} | "
+                        f"{med([r['p50_ms'] for r in runs]):.1f} / {med([r['p99_ms'] for r in runs]):.1f} | "
+                        f"{med([r['sockets'] for r in runs]):.0f} | "
+                        f"{med([r['server_cpu_s'] / gib(r) for r in runs]):.2f} | "
+                        f"{med([(r['proxy_cpu_s'] or 0.0) / gib(r) for r in runs]):.2f} |")
+        if "brisk" in iops and base:
+            share, ratio = iops["brisk"] / bound, iops["brisk"] / base
+            goals.append(f"- RTT {rtt:g} ms, L {first:g} ms, QD {depth}: brisk {100 * share:.0f} % of the bound, "
+                         f"{ratio:.2f}x obstore: "
+                         f"{'reached' if share >= 0.9 and ratio >= 2 else 'not reached'}")
+    out += ["", "Goal (brisk with its defaults at least 90 % of QD / (RTT + L) and at least 2x obstore's IOPS):",
+            *goals, ""]
+    for r in failed:
+        out.append(f"- failed: {latency_label(r)}QD {r['depth']} {r['client']} repeat {r['repeat']}: {r['status']}")
+    return "\n".join(out)
+
+
 def table(meta, rows):
+    if any(meta.get("latencies") or []):
+        return latency_table(meta, rows)
     clients = list(dict.fromkeys(r["client"] for r in rows))
     ok, failed = {}, {}
     for r in rows:
@@ -549,6 +690,11 @@ def main():
     r.add_argument("--object-size", help="e.g. 1GiB")
     r.add_argument("--repeats", type=int, help="repeats of every point (default 3)")
     r.add_argument("--clients", default=",".join(CLIENTS))
+    r.add_argument("--rtt-ms", help="latency mode: round trips to sweep, e.g. 0.5,2,10 (a latency-proxy each)")
+    r.add_argument("--first-byte-ms", help="first-byte latency: one value, or one per --rtt-ms value (default 0)")
+    r.add_argument("--serial", action="store_true",
+                   help="the proxy counts L from the end of the previous response on a connection")
+    r.add_argument("--before-example", help="random_read example of an earlier build, run as client brisk-before")
     r.add_argument("--scratch", default="/work/scratch-compare", help="server data and the source file")
     r.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
     r.add_argument("--command-line", help=argparse.SUPPRESS)

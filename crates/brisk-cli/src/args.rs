@@ -451,7 +451,7 @@ pub struct RandomArgs {
     /// How long each point reads, e.g. 2s, 500ms [default: 2s; 500ms with --quick].
     #[arg(long, value_name = "TIME", value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Connections used at most [default: the batch reader's, 8].
+    /// Connections used at most [default: the batch reader's, 64].
     #[arg(long, value_name = "N", value_parser = parse_connections,
           default_value_t = brisk_client::batch::DEFAULT_BATCH_CONNECTIONS)]
     pub connections: usize,

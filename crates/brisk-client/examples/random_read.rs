@@ -1,7 +1,7 @@
 //! Random reads of one object at a fixed block size and queue depth, for a fixed time: prints
 //! IOPS, MiB/s, client CPU seconds per GiB, p50/p99 latency, threads and sockets.
 //!
-//! `cargo run --release -p brisk-client --example random_read -- --endpoint-url http://127.0.0.1:9000 --bucket b --key k --block-size 256KiB --queue-depth 64 --duration 15s [--connections 8] [--pipelining auto|on|off] [--json]`
+//! `cargo run --release -p brisk-client --example random_read -- --endpoint-url http://127.0.0.1:9000 --bucket b --key k --block-size 256KiB --queue-depth 64 --duration 15s [--connections 64] [--pipelining auto|on|off] [--json]`
 //!
 //! The runtime has one worker thread per core, as a default tokio runtime does. The measurement is
 //! `brisk bench random`'s own (`random_point`, with its `/proc` reader), included from brisk-cli.
@@ -19,7 +19,7 @@ use brisk_client::batch::Pipelining;
 use random_point::{Figures, MeasureOptions, measure};
 
 const USAGE: &str = "random_read --endpoint-url URL --bucket NAME --key KEY [--block-size 256KiB] \
-                     [--queue-depth 64] [--duration 15s] [--connections 8] \
+                     [--queue-depth 64] [--duration 15s] [--connections 64] \
                      [--pipelining auto|on|off] [--json]";
 
 fn main() {
@@ -47,8 +47,13 @@ struct Args {
 }
 
 async fn run(args: &Args) -> Result<Figures, brisk_client::Error> {
-    let mut builder =
-        brisk_client::Client::builder().max_connections_per_host(args.options.connections.max(1));
+    // The client's own limit unless `--connections` asks for more, so that with no flags the batch
+    // runs with the library's defaults.
+    let mut builder = brisk_client::Client::builder().max_connections_per_host(
+        args.options
+            .connections
+            .max(brisk_client::config::DEFAULT_MAX_CONNECTIONS_PER_HOST),
+    );
     if let Some(url) = &args.endpoint {
         builder = builder.endpoint(url);
     }

@@ -506,3 +506,50 @@ fn threads_sockets_and_allocations_are_bounded_on_brisk_serve() {
         assert_eq!(client_threads(), threads, "threads");
     });
 }
+
+/// With the default options, a batch sends each request on a connection of its own up to the
+/// default 64 connections (none pipelined at queue depth 64) and pipelines only past that (queue
+/// depth 256: never more than 64 connections, whatever the timing).
+#[test]
+fn the_default_batch_uses_a_connection_per_request_up_to_64() {
+    run(async {
+        let (client, bucket, object) = object_on(brisk(), "batch-defaults").await;
+        let block = 65_536;
+        let blocks = (OBJECT_SIZE / block) as u64;
+        for queue_depth in [64, 256] {
+            let options = BatchOptions {
+                queue_depth,
+                ..BatchOptions::default()
+            };
+            let opened_before = client.metrics().connections_opened;
+            let mut reader = client.batch_reader(&bucket, options).unwrap();
+            for i in 0..512u64 {
+                let offset = (i * 7 % blocks) * block as u64;
+                reader.submit(ReadRequest::new(
+                    i,
+                    "object",
+                    offset,
+                    block,
+                    Destination::Pooled,
+                ));
+            }
+            let mut completed = 0;
+            while let Some(done) = reader.next().await {
+                let at = done.offset as usize;
+                assert!(done.data().unwrap() == &object[at..at + block]);
+                completed += 1;
+            }
+            assert_eq!(completed, 512);
+            let stats = reader.stats();
+            assert!(stats.max_connections <= 64, "QD {queue_depth}: {stats:?}");
+            assert!(
+                client.metrics().connections_opened - opened_before <= 64,
+                "QD {queue_depth}: {:?}",
+                client.metrics()
+            );
+            if queue_depth == 64 {
+                assert_eq!(stats.pipelined, 0, "QD 64: one request per connection");
+            }
+        }
+    });
+}

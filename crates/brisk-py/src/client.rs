@@ -714,7 +714,8 @@ impl Client {
         Ok(Buffer::exact_prefix(buf, n))
     }
 
-    /// Many ranges at once over pipelined keep-alive connections.
+    /// Many ranges at once over keep-alive connections (one per range in flight up to 64 by
+    /// default, pipelined past that).
     #[pyo3(signature = (bucket, key, offsets, lengths, *, into=None, queue_depth=64, connections=None))]
     #[allow(clippy::too_many_arguments)]
     fn get_ranges(

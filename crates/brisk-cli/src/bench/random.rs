@@ -1,7 +1,8 @@
 //! `brisk bench random`: random reads of one object, swept over block size × queue depth. Each point
 //! is one closed-loop run of [`measure`]: `queue_depth` reads of `block_size` bytes at random
 //! aligned offsets always in flight for the point's duration, through one
-//! [`BatchReader`](brisk_client::batch::BatchReader) (few connections, requests pipelined).
+//! [`BatchReader`](brisk_client::batch::BatchReader) (by default a connection per read in flight
+//! up to 64, requests pipelined past that).
 //! Figures per point: IOPS, MiB/s, client CPU seconds per GiB, p50/p99 latency, the process's
 //! threads and sockets, and, with the embedded server, the server's CPU seconds per GiB.
 //!
@@ -606,7 +607,7 @@ mod tests {
         assert_eq!(standard.points(), 25);
         assert_eq!(standard.duration, Duration::from_secs(2));
         assert_eq!(standard.object, Object::Write(1 << 30));
-        assert_eq!(standard.connections, 8);
+        assert_eq!(standard.connections, 64);
         let quick = plan(&["bench", "random", "--quick"]).unwrap();
         assert_eq!(quick.points(), 4);
         assert_eq!(quick.object, Object::Write(64 << 20));

@@ -362,9 +362,10 @@ fn random_sweep_on_its_own_embedded_server() {
     assert_eq!(doc["endpoint"], "embedded");
     assert_eq!(doc["object_size"], 64 << 20);
     assert_eq!(doc["object_written"], true);
-    assert_eq!(doc["connections"], 8);
+    // The batch's default: a connection per read in flight, up to 64.
+    assert_eq!(doc["connections"], 64);
     assert_eq!(doc["pipelining"], "auto");
-    let points = random_points(&doc, 8);
+    let points = random_points(&doc, 64);
     // 4 KiB and 256 KiB at queue depths 1 and 16, in that order.
     let grid: Vec<(u64, u64)> = points
         .iter()

@@ -25,7 +25,8 @@
 //!   time however many ranges are submitted, and a caller who stops calling `next` stops the reads.
 //! - **Connections**: at most [`BatchOptions::connections`] (and never more than the client's
 //!   `max_connections_per_host`, whose bound the batch shares with every other request of the
-//!   client); requests are pipelined on them, at most 16 on one connection.
+//!   client): by default one per request in flight up to 64; requests are pipelined only when
+//!   the queue depth is larger than the connections, at most 16 on one connection.
 //! - **Threads**: none are started. The engine is a few tasks on the caller's tokio runtime, so the
 //!   threads are the runtime's (the number of cores for a default multi-thread runtime, one for a
 //!   current-thread runtime).

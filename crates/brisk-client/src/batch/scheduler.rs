@@ -11,7 +11,10 @@
 //! writes the heads of the requests it takes, then reads the responses in order, writing the head
 //! of the next request as soon as a response is complete. The server thus always has the next
 //! request of every connection in hand when it finishes a response, and no request waits a round
-//! trip for its head to arrive: 64 requests in flight need 8 sockets, not 64.
+//! trip for its head to arrive. With the defaults a lane carries one request at a time up to 64
+//! lanes and pipelines only past that ([`shape`]): servers answer a connection's requests one after
+//! the other, so behind a first-byte latency pipelining saves the round trip but not the latency
+//! (`docs/random-reads.md`, "Under latency").
 //!
 //! The queue depth counts requests sent and completions not yet taken by the caller: one
 //! semaphore slot per request, taken when a lane takes the request and given back when the caller
@@ -53,6 +56,25 @@ struct Counters {
     max_connections: AtomicU64,
 }
 
+/// A batch's lanes (connections at most) and requests per connection: one connection per request in
+/// flight up to `min(connections, max_per_host)`, and pipelining only past that, so the queue
+/// depth is kept in flight with the fewest requests waiting behind another on one connection.
+pub(crate) fn shape(options: &BatchOptions, max_per_host: usize) -> (usize, usize) {
+    let lanes = options
+        .connections
+        .min(max_per_host)
+        .min(options.queue_depth)
+        .max(1);
+    let depth = match options.pipelining {
+        Pipelining::Off => 1,
+        Pipelining::Auto | Pipelining::On => options
+            .queue_depth
+            .div_ceil(lanes)
+            .clamp(1, MAX_PIPELINE_DEPTH),
+    };
+    (lanes, depth)
+}
+
 /// The state the lanes of one batch share.
 #[derive(Debug)]
 pub(crate) struct Scheduler {
@@ -88,18 +110,7 @@ impl Scheduler {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let lanes = options
-            .connections
-            .min(client.config().max_connections_per_host)
-            .min(options.queue_depth)
-            .max(1);
-        let depth = match options.pipelining {
-            Pipelining::Off => 1,
-            Pipelining::Auto | Pipelining::On => options
-                .queue_depth
-                .div_ceil(lanes)
-                .clamp(1, MAX_PIPELINE_DEPTH),
-        };
+        let (lanes, depth) = shape(&options, client.config().max_connections_per_host);
         let scheduler = Arc::new(Self {
             client,
             bucket: bucket.into(),
@@ -338,5 +349,45 @@ impl Scheduler {
         {
             lane.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DEFAULT_MAX_CONNECTIONS_PER_HOST;
+
+    fn at(queue_depth: usize) -> BatchOptions {
+        BatchOptions {
+            queue_depth,
+            ..BatchOptions::default()
+        }
+    }
+
+    #[test]
+    fn by_default_a_connection_per_request_up_to_the_limit_then_pipelining() {
+        let max = DEFAULT_MAX_CONNECTIONS_PER_HOST;
+        assert_eq!(shape(&at(1), max), (1, 1));
+        assert_eq!(shape(&at(16), max), (16, 1));
+        assert_eq!(shape(&BatchOptions::default(), max), (64, 1));
+        assert_eq!(shape(&at(128), max), (64, 2));
+        assert_eq!(shape(&at(256), max), (64, 4));
+        // Past 16 per connection the depth stops growing (the slots still bound what is in flight).
+        assert_eq!(shape(&at(4096), max), (64, MAX_PIPELINE_DEPTH));
+    }
+
+    #[test]
+    fn the_clients_connection_limit_bounds_a_batch() {
+        assert_eq!(shape(&BatchOptions::default(), 8), (8, 8));
+        let narrow = BatchOptions {
+            connections: 4,
+            ..at(64)
+        };
+        assert_eq!(shape(&narrow, 64), (4, 16));
+        let off = BatchOptions {
+            pipelining: Pipelining::Off,
+            ..at(256)
+        };
+        assert_eq!(shape(&off, 64), (64, 1));
     }
 }

@@ -13,16 +13,17 @@ use crate::error::{Error, Result};
 /// 256 KiB ranges that is 16 MiB of destinations in flight.
 pub const DEFAULT_QUEUE_DEPTH: usize = 64;
 
-/// Default connections of a batch: 8. With pipelining, 8 connections at depth 8 keep 64 requests in
-/// flight, so a batch holds 8 sockets and costs the server 8 tasks and read buffers whatever the
-/// queue depth, and a network round trip never leaves a connection idle.
+/// Default connections of a batch: 64, as many as the default queue depth, so a batch at up to
+/// that depth sends each request on a connection of its own and pipelines only past it (QD 256:
+/// 4 per connection). The client's `max_connections_per_host` (also 64 by default) bounds it.
 ///
-/// The price, measured on a 2-core VM over loopback (`docs/random-reads.md`): a second response
-/// queued on a connection about doubles the server's CPU per GiB, and at queue depth 64 one
-/// connection per request in flight (`connections: 64`, no request pipelined) read 256 KiB ranges
-/// at about twice the IOPS for two thirds of the client CPU. Raise `connections` towards the queue
-/// depth where sockets are cheap and the server is near.
-pub const DEFAULT_BATCH_CONNECTIONS: usize = 8;
+/// Why not fewer, pipelined (8 until 2026-11-26): servers answer a connection's requests one after
+/// the other (`brisk serve`, MinIO's Go `net/http`), so behind a first-byte latency L a connection
+/// completes at most one request per L however many are queued on it, and 8 connections capped a
+/// batch near 8 / L; on loopback a second response queued on a connection about doubled the
+/// server's transmit cost. Measured in `BENCHMARKS.md` ("Random reads under latency") with
+/// `bench/latency.sh`; the sockets stay bounded, and still fewer than obstore's one per request.
+pub const DEFAULT_BATCH_CONNECTIONS: usize = 64;
 
 /// The largest span one coalesced GET covers: 8 MiB (the pool's largest block), so that a merged
 /// request takes no longer than a download part and one slow response does not hold many ranges.

@@ -49,10 +49,13 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// (`brisk_wire::http::limits`). S3 answers with a head at once even for slow operations.
 pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connections kept per host, idle or busy: 16. One connection carries one request at a time; 16
-/// requests of 8 MiB in flight cover 1.25 GB/s at 100 ms per request (`docs/memory.md`), and the
-/// memory budget, not this bound, is what limits memory.
-pub const DEFAULT_MAX_CONNECTIONS_PER_HOST: usize = 16;
+/// Connections kept per host, idle or busy: 64. One connection carries one request at a time
+/// unless a batch pipelines; 64 lets a batch read at its default queue depth (64) with a connection
+/// per request, which servers that answer a connection's requests one after the other need to keep
+/// 64 in flight behind a first-byte latency (`batch::DEFAULT_BATCH_CONNECTIONS`). Transfers open
+/// only as many as they have parts in flight, and the memory budget, not this bound, is what limits
+/// memory.
+pub const DEFAULT_MAX_CONNECTIONS_PER_HOST: usize = 64;
 
 /// Read buffer per connection: 64 KiB (the HTTP layer's default). Bodies read into a caller's buffer
 /// at least this large bypass it.

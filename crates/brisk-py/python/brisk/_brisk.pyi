@@ -171,7 +171,8 @@ class Client:
         queue_depth: int = 64,
         connections: int | None = None,
     ) -> list[Buffer] | int:
-        """Many ranges at once, `queue_depth` in flight over pipelined keep-alive connections.
+        """Many ranges at once, `queue_depth` in flight over keep-alive connections (one per range
+        in flight up to 64 by default, pipelined past that).
 
         Without `into`: one Buffer per range, in the order given. With `into` (a writable buffer of
         at least `sum(lengths)` bytes): the ranges are written one after another in the order given,
