@@ -362,7 +362,7 @@ async fn write_body(
         c.write_body(chunk).await?;
         c.write_body(CRLF).await?;
     }
-    let value = summer.finalize().to_base64();
+    let value = trailer.outgoing(summer.finalize().to_base64());
     let last = UnsignedChunkEncoder::final_chunk_with_trailers(&[(
         trailer.algorithm.algorithm().header_name(),
         &value,
@@ -436,7 +436,7 @@ async fn write_file_body(
         at += len as u64;
     }
     drop(scratch);
-    let value = summer.finalize().to_base64();
+    let value = trailer.outgoing(summer.finalize().to_base64());
     let mut last = if body.len > 0 {
         CRLF.to_vec()
     } else {
@@ -682,4 +682,85 @@ pub(crate) async fn finish(mut response: Response) -> Result<()> {
     }
     response.release();
     Ok(())
+}
+
+#[cfg(test)]
+mod file_body_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use brisk_testkit::minio::MinioProcess;
+    use brisk_testkit::serve::InProcessServe;
+    use brisk_wire::sigv4::Credentials;
+
+    use super::*;
+    use crate::RetryPolicy;
+    use crate::integrity::UploadChecksum;
+
+    fn client_of(endpoint: &str) -> Client {
+        Client::builder()
+            .endpoint(endpoint)
+            .region(brisk_testkit::REGION)
+            .credentials(Credentials::new(
+                brisk_testkit::ACCESS_KEY,
+                brisk_testkit::SECRET_KEY,
+            ))
+            .retry(RetryPolicy {
+                max_attempts: 1,
+                initial_backoff: Duration::from_millis(5),
+                max_backoff: Duration::from_millis(5),
+            })
+            .build()
+            .unwrap()
+    }
+
+    /// A file body whose trailer does not match its bytes is refused and stores nothing; the same
+    /// body with its true trailer is stored.
+    async fn a_wrong_trailer_is_refused(endpoint: &str, bucket: &str) {
+        let client = client_of(endpoint);
+        client.create_bucket(bucket).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..2 * AWS_CHUNK_SIZE + 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let body = FileBody::new(file, &path, 0, bytes.len() as u64, client.buffer_pool());
+
+        let mut trailer = TrailingChecksum::new(UploadChecksum::Crc32c);
+        trailer.corrupt = true;
+        let spec =
+            RequestSpec::new("PUT", Some(bucket), Some("k")).aws_chunked_file(&body, &trailer);
+        let error = client.send(&spec).await.map(|_| ()).unwrap_err();
+        let refused = error.service_error().expect("a refusal by the server");
+        assert_eq!(refused.status, 400, "{error}");
+        assert!(
+            matches!(client.head(bucket, "k").await, Err(Error::NoSuchKey(_))),
+            "nothing was stored"
+        );
+
+        let trailer = TrailingChecksum::new(UploadChecksum::Crc32c);
+        let spec =
+            RequestSpec::new("PUT", Some(bucket), Some("k")).aws_chunked_file(&body, &trailer);
+        let response = client.send(&spec).await.unwrap();
+        crate::client::finish(response).await.unwrap();
+        assert_eq!(
+            trailer.value().as_deref(),
+            Some(UploadChecksum::Crc32c.compute(&bytes).as_str())
+        );
+        assert!(client.get_bytes(bucket, "k").await.unwrap()[..] == bytes[..]);
+    }
+
+    #[tokio::test]
+    async fn a_wrong_trailer_is_refused_by_brisk_serve() {
+        let serve = InProcessServe::start(false);
+        a_wrong_trailer_is_refused(&serve.url, "trailer").await;
+    }
+
+    #[tokio::test]
+    async fn a_wrong_trailer_is_refused_by_minio() {
+        let minio = MinioProcess::until_exit().unwrap_or_else(|e| panic!("starting MinIO: {e}"));
+        a_wrong_trailer_is_refused(&minio.url, &format!("trailer-{}", std::process::id())).await;
+    }
 }

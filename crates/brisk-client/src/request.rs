@@ -76,6 +76,9 @@ pub const AWS_CHUNK_SIZE: usize = 1024 * 1024;
 pub(crate) struct TrailingChecksum {
     pub(crate) algorithm: UploadChecksum,
     value: std::sync::Mutex<Option<String>>,
+    /// Tests: the trailer carries the checksum of other bytes, which the server must refuse.
+    #[cfg(test)]
+    pub(crate) corrupt: bool,
 }
 
 impl TrailingChecksum {
@@ -83,7 +86,18 @@ impl TrailingChecksum {
         Self {
             algorithm,
             value: std::sync::Mutex::new(None),
+            #[cfg(test)]
+            corrupt: false,
         }
+    }
+
+    /// The value the trailer carries for bytes whose checksum is `computed`.
+    pub(crate) fn outgoing(&self, computed: String) -> String {
+        #[cfg(test)]
+        if self.corrupt {
+            return self.algorithm.compute(b"other bytes");
+        }
+        computed
     }
 
     /// The checksum sent by the last complete write of the body.
