@@ -9,12 +9,16 @@
 //! `parts_in_flight × block_size(part_size)` bytes of buffers (4 × 8 MiB = 32 MiB by default),
 //! whatever the file's size; a download one block more (the part being written to the file while
 //! `parts_in_flight` GETs go on, see [`crate::batch`]). Blocks are recycled through the pool's free lists, so a long transfer
-//! allocates its blocks once.
+//! allocates its blocks once. An upload with an unsigned payload over plain HTTP holds no part
+//! block at all: each part in flight reads through one 256 KiB scratch block (below).
 //!
 //! # Copies
 //!
-//! Upload: file → block (one read), block → socket (written from where it is). Download: socket →
-//! block (read straight into it), block → file (one positioned write).
+//! Upload: file → block (one read), block → socket (written from where it is). Unsigned over plain
+//! HTTP: file → scratch block, 256 KiB at a time, only to take the checksum; the kernel sends the
+//! bytes from the page cache with `sendfile` (aws-chunked, the checksum as the trailer; see
+//! `FileBody`). Download: socket → block (read straight into it), block → file (one positioned
+//! write).
 //!
 //! # Failure
 //!
