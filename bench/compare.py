@@ -39,7 +39,10 @@ The server's CPU (utime + stime from /proc/<pid>/stat) is read before and after 
   obstore  get: get(store, key).bytes(); download: the get result's chunk stream (10 MB chunks) written
            to a file; upload: put(store, key, Path) (defaults: 5 MiB parts, 12 in flight)
   brisk    the release examples get_bytes, download and upload (TransferOptions::default(): 8 MiB parts,
-           4 in flight)
+           4 in flight; the payload signed over plain HTTP)
+  brisk-unsigned  upload only: the upload example with `--payload unsigned` (over plain HTTP each part
+           leaves the file with sendfile, its CRC32C as an aws-chunked trailer); not in the default
+           --clients
 
 Writes bench/results/compare-SERVER-DATE.{tsv,json,md} and prints the markdown tables and the command
 line that produced them.
@@ -62,7 +65,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACCESS_KEY, SECRET_KEY, REGION = "comparebenchkey", "comparebenchsecret", "us-east-1"
 BUCKET = "compare"
-CLIENTS = ("brisk", "boto3", "awscrt", "obstore")
+CLIENTS = ("brisk", "brisk-unsigned", "boto3", "awscrt", "obstore")
 CASES = ("baseline", "get", "download", "upload")
 MIB, GIB = 1 << 20, 1 << 30
 FULL_GET_SIZES = (256 * MIB, GIB)
@@ -82,6 +85,9 @@ MINIO_CANDIDATES = (os.path.join(ROOT, ".tools/bin/minio"), "/work/main/.tools/b
 
 LABELS = {
     "brisk": {"get": "brisk `get_bytes`", "download": "brisk `download`", "upload": "brisk `upload`"},
+    # Uploads only (its other cases are brisk's): `--payload unsigned`, the CRC32C as a trailer and the
+    # file's bytes sent with sendfile over plain HTTP.
+    "brisk-unsigned": {"upload": "brisk `upload --payload unsigned`"},
     "boto3": {"get": 'boto3 `get_object()["Body"].read()`', "download": "boto3 `download_file`",
               "upload": "boto3 `upload_file`"},
     "awscrt": {"get": "awscrt `S3Client` GET into a pre-sized `bytearray`",
@@ -335,11 +341,12 @@ def brisk_example(name):
 
 
 def client_command(client, case, endpoint, key, size, path):
-    if client == "brisk":
+    if client in ("brisk", "brisk-unsigned"):
         common = ["--endpoint-url", endpoint, "--bucket", BUCKET, "--key", key]
         if case in ("get", "baseline"):
             return [brisk_example("get_bytes"), *common]
-        return [brisk_example(case), *common, "--file", path]
+        unsigned = ["--payload", "unsigned"] if client == "brisk-unsigned" else []
+        return [brisk_example(case), *common, "--file", path, *unsigned]
     cmd = [sys.executable, os.path.abspath(__file__), "drive", client, case, endpoint, BUCKET, key, str(size)]
     return cmd + ([path] if path else [])
 
@@ -349,7 +356,7 @@ BRISK_OUTPUT = re.compile(r"(\d+) bytes .*in ([0-9.]+) s \(")
 
 def parse_inside(client, stdout):
     """(bytes, seconds) the measured process printed about its own transfer."""
-    if client == "brisk":
+    if client.startswith("brisk"):
         m = BRISK_OUTPUT.search(stdout)
         if not m:
             raise ValueError(f"unexpected output {stdout!r}")
@@ -505,6 +512,8 @@ def run(args):
                 sizes = {"baseline": [1], "get": list(get_sizes)}.get(case, [file_size])
                 for size in sizes:
                     for client in order:
+                        if case not in ("baseline", *LABELS[client]):
+                            continue
                         key, path = {
                             "baseline": ("baseline", None),
                             "get": (f"get-{size}", None),
@@ -645,6 +654,8 @@ def tables(meta, rows):
             "baseline RSS MiB |",
             "|---|---|---|---|---|---|---|"]
     for client in clients:
+        if "get" not in LABELS[client]:
+            continue
         base = ok.get((client, "baseline", 1))
         for size in meta["get_sizes"]:
             key = (client, "get", size)
@@ -673,6 +684,8 @@ def tables(meta, rows):
                 "|---|---|---|---|---|"]
         gib = size / GIB
         for client in clients:
+            if case not in LABELS[client]:
+                continue
             key = (client, case, size)
             runs = ok.get(key)
             base = ok.get((client, "baseline", 1))
@@ -718,7 +731,7 @@ def main():
     r.add_argument("--get-sizes", help="comma-separated in-memory GET sizes, e.g. 256MiB,1GiB")
     r.add_argument("--file-size", help="download/upload size, e.g. 4GiB")
     r.add_argument("--repeats", type=int, help="repeats of every case (default 3)")
-    r.add_argument("--clients", default=",".join(CLIENTS))
+    r.add_argument("--clients", default=",".join(c for c in CLIENTS if c != "brisk-unsigned"))
     r.add_argument("--cases", default=",".join(CASES))
     r.add_argument("--scratch", default="/work/scratch-compare",
                    help="server data, source file and downloads (default /work/scratch-compare)")
