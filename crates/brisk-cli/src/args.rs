@@ -94,8 +94,8 @@ pub struct GlobalArgs {
     pub part_size: usize,
     /// How uploads protect their payload: `auto` signs it over http:// and sends it unsigned with a
     /// CRC32C over https://; `unsigned` sends it unsigned with a CRC32C everywhere (over http://, a
-    /// file's parts then leave it with sendfile, the checksum as a trailer: about half the CPU of a
-    /// signed upload, but the bytes are protected against damage, not against tampering on the
+    /// file's parts then leave it with sendfile, the checksum as a trailer: under a third of the CPU
+    /// of a signed upload, but the bytes are protected against damage, not against tampering on the
     /// network); `signed` always signs it.
     #[arg(long, global = true, value_enum, default_value_t = PayloadSigningArg::Auto)]
     pub payload_signing: PayloadSigningArg,
