@@ -75,6 +75,22 @@ async fn file_bodies_arrive_whole(server: &TestServer) {
         Some(UploadChecksum::Crc32c.compute(&small).as_str())
     );
 
+    // Below 1 MiB the body does not wait for `100 Continue`: the head, still queued, leaves with
+    // the first size line, ahead of the `sendfile`.
+    let tiny = pattern(100_001, 5);
+    let tiny_source = dir.path().join("tiny");
+    std::fs::write(&tiny_source, &tiny).unwrap();
+    let before = c.metrics();
+    c.upload(&bucket, "tiny", &tiny_source, unsigned())
+        .await
+        .unwrap();
+    let after = c.metrics();
+    assert_eq!(
+        after.file_bytes_sent - before.file_bytes_sent,
+        tiny.len() as u64
+    );
+    assert!(c.get_bytes(&bucket, "tiny").await.unwrap()[..] == tiny[..]);
+
     // A signed payload still reads each part into a block (its SHA-256 is needed before the head):
     // nothing goes through `sendfile`.
     let before = c.metrics();
