@@ -42,7 +42,10 @@ The server's CPU (utime + stime from /proc/<pid>/stat) is read before and after 
            renamed; a HEAD first); upload: fput_object (multipart, part size chosen from the file size,
            3 parts in parallel)
   brisk    the release examples get_bytes, download and upload (TransferOptions::default(): 8 MiB parts,
-           4 in flight)
+           4 in flight; the payload signed over plain HTTP)
+  brisk-unsigned  upload only: the upload example with `--payload unsigned` (over plain HTTP each part
+           leaves the file with sendfile, its CRC32C as an aws-chunked trailer); not in the default
+           --clients
   brisk-4k, brisk-huge
            (only when named in --clients) the same with BRISK_HUGE_PAGES=off (4 KiB pages for the
            exact buffers and pool blocks) and =on (transparent huge pages wherever the kernel offers
@@ -71,9 +74,10 @@ ACCESS_KEY, SECRET_KEY, REGION = "comparebenchkey", "comparebenchsecret", "us-ea
 BUCKET = "compare"
 CLIENTS = ("brisk", "boto3", "awscrt", "obstore", "minio-py")
 # Clients that can be named in --clients but are not run by default: brisk with transparent huge pages
-# turned off or forced on (BRISK_HUGE_PAGES), to compare page sizes in one run.
+# turned off or forced on (BRISK_HUGE_PAGES), to compare page sizes in one run, and brisk's unsigned
+# upload.
 HUGE_PAGES = {"brisk-4k": "off", "brisk-huge": "on"}
-EXTRA_CLIENTS = tuple(HUGE_PAGES)
+EXTRA_CLIENTS = tuple(HUGE_PAGES) + ("brisk-unsigned",)
 BRISK_CLIENTS = ("brisk",) + EXTRA_CLIENTS
 CASES = ("baseline", "get", "download", "upload")
 MIB, GIB = 1 << 20, 1 << 30
@@ -98,6 +102,9 @@ LABELS = {
                  "upload": "brisk `upload`, 4 KiB pages"},
     "brisk-huge": {"get": "brisk `get_bytes`, huge pages", "download": "brisk `download`, huge pages",
                    "upload": "brisk `upload`, huge pages"},
+    # Uploads only (its other cases are brisk's): `--payload unsigned`, the CRC32C as a trailer and the
+    # file's bytes sent with sendfile over plain HTTP.
+    "brisk-unsigned": {"upload": "brisk `upload --payload unsigned`"},
     "boto3": {"get": 'boto3 `get_object()["Body"].read()`', "download": "boto3 `download_file`",
               "upload": "boto3 `upload_file`"},
     "awscrt": {"get": "awscrt `S3Client` GET into a pre-sized `bytearray`",
@@ -384,7 +391,8 @@ def client_command(client, case, endpoint, key, size, path):
         common = ["--endpoint-url", endpoint, "--bucket", BUCKET, "--key", key]
         if case in ("get", "baseline"):
             return [brisk_example("get_bytes"), *common]
-        return [brisk_example(case), *common, "--file", path]
+        unsigned = ["--payload", "unsigned"] if client == "brisk-unsigned" else []
+        return [brisk_example(case), *common, "--file", path, *unsigned]
     cmd = [sys.executable, os.path.abspath(__file__), "drive", client, case, endpoint, BUCKET, key, str(size)]
     return cmd + ([path] if path else [])
 
@@ -553,6 +561,8 @@ def run(args):
                 sizes = {"baseline": [1], "get": list(get_sizes)}.get(case, [file_size])
                 for size in sizes:
                     for client in order:
+                        if case not in ("baseline", *LABELS[client]):
+                            continue
                         key, path = {
                             "baseline": ("baseline", None),
                             "get": (f"get-{size}", None),
@@ -689,7 +699,7 @@ def tables(meta, rows):
            + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".", ""]
 
     # The in-memory table only when the run had the get case (a --cases download run has none).
-    get_clients = clients if any(r["case"] == "get" for r in rows) else []
+    get_clients = [c for c in clients if "get" in LABELS[c]] if any(r["case"] == "get" for r in rows) else []
     if get_clients:
         out += ["In-memory GET. RSS growth = peak RSS less the same client's 1-byte GET (baseline column), "
                 "per object byte; CPU = user + sys less the baseline's, per GiB.", "",
@@ -725,6 +735,8 @@ def tables(meta, rows):
                 "|---|---|---|---|---|"]
         gib = size / GIB
         for client in clients:
+            if case not in LABELS[client]:
+                continue
             key = (client, case, size)
             runs = ok.get(key)
             base = ok.get((client, "baseline", 1))

@@ -116,6 +116,7 @@ impl Context {
         TransferOptions {
             part_size: self.part_size,
             parts_in_flight: self.concurrency,
+            payload_signing: self.global.payload_signing.into(),
             progress,
             verify_md5_etag: self.verify_md5_etag,
             ..TransferOptions::default()

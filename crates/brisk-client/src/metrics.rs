@@ -12,11 +12,17 @@ pub(crate) struct Counters {
     pub(crate) requests_sent: AtomicU64,
     pub(crate) retries: AtomicU64,
     pub(crate) resumed_reads: AtomicU64,
+    pub(crate) file_bytes_read: AtomicU64,
+    pub(crate) file_bytes_sent: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn add(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_bytes(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
     }
 
     pub(crate) fn snapshot(&self) -> ClientMetrics {
@@ -28,6 +34,8 @@ impl Counters {
             requests_sent: get(&self.requests_sent),
             retries: get(&self.retries),
             resumed_reads: get(&self.resumed_reads),
+            file_bytes_read: get(&self.file_bytes_read),
+            file_bytes_sent: get(&self.file_bytes_sent),
         }
     }
 }
@@ -47,4 +55,10 @@ pub struct ClientMetrics {
     pub retries: u64,
     /// Reads continued with a ranged, `If-Match`-pinned request after the connection failed mid-body.
     pub resumed_reads: u64,
+    /// Bytes of upload bodies read from files into memory by the client (each byte once, to take
+    /// its checksum, when the body then goes out with `sendfile`; retries read again).
+    pub file_bytes_read: u64,
+    /// Bytes of upload bodies the kernel sent from files with `sendfile`, never entering the
+    /// client's memory.
+    pub file_bytes_sent: u64,
 }

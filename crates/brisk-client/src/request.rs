@@ -46,6 +46,9 @@ pub(crate) struct RequestSpec<'a> {
     pub(crate) headers: Vec<(Cow<'static, str>, String)>,
     pub(crate) payload: PayloadHash,
     pub(crate) body: &'a [u8],
+    /// When set, the body is this range of a file instead of `body` (which is then empty), sent
+    /// aws-chunked with `trailer` (see [`FileBody`]).
+    pub(crate) file: Option<&'a FileBody>,
     /// When set, `body` is sent aws-chunked (`STREAMING-UNSIGNED-PAYLOAD-TRAILER`) with this
     /// checksum computed while the chunks are written and sent as a trailer (see [`TrailingChecksum`]).
     pub(crate) trailer: Option<&'a TrailingChecksum>,
@@ -73,6 +76,9 @@ pub const AWS_CHUNK_SIZE: usize = 1024 * 1024;
 pub(crate) struct TrailingChecksum {
     pub(crate) algorithm: UploadChecksum,
     value: std::sync::Mutex<Option<String>>,
+    /// Tests: the trailer carries the checksum of other bytes, which the server must refuse.
+    #[cfg(test)]
+    pub(crate) corrupt: bool,
 }
 
 impl TrailingChecksum {
@@ -80,7 +86,18 @@ impl TrailingChecksum {
         Self {
             algorithm,
             value: std::sync::Mutex::new(None),
+            #[cfg(test)]
+            corrupt: false,
         }
+    }
+
+    /// The value the trailer carries for bytes whose checksum is `computed`.
+    pub(crate) fn outgoing(&self, computed: String) -> String {
+        #[cfg(test)]
+        if self.corrupt {
+            return self.algorithm.compute(b"other bytes");
+        }
+        computed
     }
 
     /// The checksum sent by the last complete write of the body.
@@ -104,6 +121,48 @@ impl TrailingChecksum {
     }
 }
 
+/// A request body that is `len` bytes of `file` from `offset`: an upload part (or a whole small
+/// file) sent from the file where it is, with no block to hold it.
+///
+/// On plain TCP each aws-chunked chunk is first read through a small scratch block from `pool`
+/// ([`FILE_SCRATCH_SIZE`]: the CRC is taken while the bytes sit in the CPU's L2 cache, and the read
+/// pulls them into the page cache if they were not there), then the kernel sends the same range
+/// with `sendfile`, from the page cache. Over TLS (encrypted in user space) the bytes are read into
+/// the scratch block and written from there.
+#[derive(Debug)]
+pub(crate) struct FileBody {
+    pub(crate) file: std::sync::Arc<std::fs::File>,
+    /// The file's name, for error messages.
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+    /// Where each attempt at sending the body takes its scratch block (recycled, so a long upload
+    /// allocates none after its first parts).
+    pub(crate) pool: brisk_mem::BufferPool,
+}
+
+impl FileBody {
+    pub(crate) fn new(
+        file: std::sync::Arc<std::fs::File>,
+        path: &std::path::Path,
+        offset: u64,
+        len: u64,
+        pool: &brisk_mem::BufferPool,
+    ) -> Self {
+        Self {
+            file,
+            path: path.to_owned(),
+            offset,
+            len,
+            pool: pool.clone(),
+        }
+    }
+}
+
+/// Bytes read per `pread` of a [`FileBody`]: 256 KiB, small enough that the checksum reads them
+/// from the CPU's L2 cache right after the kernel wrote them there.
+pub const FILE_SCRATCH_SIZE: usize = 256 * 1024;
+
 impl<'a> RequestSpec<'a> {
     pub(crate) fn new(method: &'static str, bucket: Option<&'a str>, key: Option<&'a str>) -> Self {
         Self {
@@ -114,6 +173,7 @@ impl<'a> RequestSpec<'a> {
             headers: Vec::new(),
             payload: PayloadHash::Sha256(EMPTY_SHA256_BYTES),
             body: &[],
+            file: None,
             trailer: None,
             slow_answer: false,
         }
@@ -135,12 +195,34 @@ impl<'a> RequestSpec<'a> {
             .header("x-amz-trailer", trailer.algorithm.algorithm().header_name())
     }
 
+    /// Sends the file range `file` aws-chunked with `trailer`'s checksum as a trailer, unsigned:
+    /// on plain TCP each chunk's bytes are summed from the page cache and then moved by the kernel
+    /// with `sendfile` (see [`FileBody`]).
+    pub(crate) fn aws_chunked_file(
+        mut self,
+        file: &'a FileBody,
+        trailer: &'a TrailingChecksum,
+    ) -> Self {
+        self.body = &[];
+        self.file = Some(file);
+        self.payload = PayloadHash::StreamingUnsignedTrailer;
+        self.trailer = Some(trailer);
+        self.header("content-encoding", "aws-chunked")
+            .header("x-amz-decoded-content-length", file.len.to_string())
+            .header("x-amz-trailer", trailer.algorithm.algorithm().header_name())
+    }
+
+    /// The payload's length before any aws-chunked framing.
+    pub(crate) fn body_len(&self) -> u64 {
+        self.file.map_or(self.body.len() as u64, |f| f.len)
+    }
+
     /// The `Content-Length` of the body as sent.
     pub(crate) fn encoded_len(&self) -> u64 {
         match self.trailer {
-            None => self.body.len() as u64,
+            None => self.body_len(),
             Some(t) => unsigned_trailer_encoded_length(
-                self.body.len() as u64,
+                self.body_len(),
                 AWS_CHUNK_SIZE as u64,
                 &[(t.algorithm.algorithm().header_name(), t.value_len())],
             ),
@@ -286,10 +368,10 @@ pub(crate) fn signed_head(
         }
         None => headers.append("x-amz-content-sha256", spec.payload.header_value())?,
     }
-    if !spec.body.is_empty() || matches!(spec.method, "PUT" | "POST") {
+    if spec.body_len() > 0 || matches!(spec.method, "PUT" | "POST") {
         headers.set_content_length(spec.encoded_len());
     }
-    if expects_continue(spec.body.len()) {
+    if expects_continue(spec.body_len()) {
         // Not signed: `Expect` is hop-by-hop, and proxies may drop it.
         headers.append("expect", "100-continue")?;
     }
@@ -302,8 +384,8 @@ pub(crate) fn signed_head(
 pub const EXPECT_CONTINUE_THRESHOLD: usize = 1024 * 1024;
 
 /// Whether a body of `len` bytes waits for `100 Continue`.
-pub(crate) fn expects_continue(len: usize) -> bool {
-    len >= EXPECT_CONTINUE_THRESHOLD
+pub(crate) fn expects_continue(len: u64) -> bool {
+    len >= EXPECT_CONTINUE_THRESHOLD as u64
 }
 
 #[cfg(test)]

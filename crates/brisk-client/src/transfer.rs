@@ -13,11 +13,16 @@
 //! downloads hold each range whole (one block per range in flight and one being written, see
 //! [`crate::batch`]), to check it against the MD5 the service sends for it. Blocks are recycled
 //! through the pool's free lists, so a long transfer allocates its blocks once.
+//! An upload with an unsigned payload over plain HTTP holds no part block at all: each part in
+//! flight reads through one 256 KiB scratch block (below).
 //!
 //! # Copies
 //!
-//! Upload: file → block (one read), block → socket (written from where it is). Download: socket →
-//! block (read straight into it), block → file (one positioned write).
+//! Upload: file → block (one read), block → socket (written from where it is). Unsigned over plain
+//! HTTP: file → scratch block, 256 KiB at a time, only to take the checksum; the kernel sends the
+//! bytes from the page cache with `sendfile` (aws-chunked, the checksum as the trailer; see
+//! `FileBody`). Download: socket → block (read straight into it), block → file (one positioned
+//! write).
 //!
 //! # Failure
 //!
@@ -56,7 +61,9 @@ use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::UploadChecksum;
 use crate::objects::{PayloadSigning, StoredChecksum};
-use crate::request::{RequestSpec, TrailingChecksum, check_bucket, check_key, push_query};
+use crate::request::{
+    FileBody, RequestSpec, TrailingChecksum, check_bucket, check_key, push_query,
+};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
 /// is one block with nothing wasted). At 100 ms per request a part moves at 80 MiB/s per
@@ -223,6 +230,18 @@ impl Client {
             .len();
         let file = Arc::new(file);
         let part_size = options.part_size as u64;
+        if size <= part_size && size > 0 && self.sends_from_files(options.payload_signing) {
+            let body = FileBody::new(Arc::clone(&file), path, 0, size, self.buffer_pool());
+            let etag = self
+                .put_file_body(bucket, key, &body, options.checksum)
+                .await?;
+            options.count(size);
+            return Ok(UploadResult {
+                etag,
+                size,
+                parts: 1,
+            });
+        }
         if size <= part_size {
             let block = self.buffer_pool().get(size as usize).await?;
             let (block, sum) =
@@ -299,6 +318,7 @@ impl Client {
         let mut tasks: JoinSet<Result<CompletedPart>> = JoinSet::new();
         let mut next = 0u64;
         let signed = self.signs_payload(options.payload_signing);
+        let from_files = self.sends_from_files(options.payload_signing);
         while next < count || !tasks.is_empty() {
             while next < count && tasks.len() < options.parts_in_flight {
                 let offset = next * part_size;
@@ -314,6 +334,28 @@ impl Client {
                     Arc::clone(file),
                     path.to_owned(),
                 );
+                if from_files {
+                    tasks.spawn(async move {
+                        let body =
+                            FileBody::new(file, &path, offset, len as u64, client.buffer_pool());
+                        let part = client
+                            .upload_part_file(
+                                &bucket,
+                                &key,
+                                &upload_id,
+                                part_number,
+                                &body,
+                                checksum,
+                            )
+                            .await?;
+                        if let Some(progress) = progress {
+                            progress.add(len as u64);
+                        }
+                        Ok(part)
+                    });
+                    next += 1;
+                    continue;
+                }
                 tasks.spawn(async move {
                     let block = client.buffer_pool().get(len).await?;
                     let (block, sum) =
@@ -423,6 +465,69 @@ impl Client {
         let checksum = header_checksum
             .or_else(|| trailer.value())
             .expect("a part was sent, so its checksum was computed");
+        completed_part(response, part_number, algorithm, checksum).await
+    }
+
+    /// Sends part `part_number` from the file range `body` (see [`FileBody`]): aws-chunked, its
+    /// checksum taken as the chunks go out and sent as the trailer.
+    pub(crate) async fn upload_part_file(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: &str,
+        part_number: u32,
+        body: &FileBody,
+        algorithm: UploadChecksum,
+    ) -> Result<CompletedPart> {
+        let trailer = TrailingChecksum::new(algorithm);
+        let mut spec =
+            RequestSpec::new("PUT", Some(bucket), Some(key)).aws_chunked_file(body, &trailer);
+        push_query(&mut spec.query, "partNumber", &part_number.to_string());
+        push_query(&mut spec.query, "uploadId", upload_id);
+        let response = self.send(&spec).await?;
+        let checksum = trailer
+            .value()
+            .expect("a part was sent, so its checksum was computed");
+        completed_part(response, part_number, algorithm, checksum).await
+    }
+
+    /// PutObject of the file range `body` (a whole file that fits in one part), sent as
+    /// [`upload_part_file`](Self::upload_part_file) sends a part; returns the ETag.
+    async fn put_file_body(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: &FileBody,
+        algorithm: UploadChecksum,
+    ) -> Result<Option<String>> {
+        let trailer = TrailingChecksum::new(algorithm);
+        let spec =
+            RequestSpec::new("PUT", Some(bucket), Some(key)).aws_chunked_file(body, &trailer);
+        let response = self.send(&spec).await?;
+        let etag = response.header("etag").map(str::to_owned);
+        finish(response).await?;
+        Ok(etag)
+    }
+
+    /// Whether uploads from files under `signing` send their bodies from the file with `sendfile`
+    /// and the checksum as an aws-chunked trailer: unsigned payloads to an S3 endpoint over plain
+    /// HTTP. A signed payload needs its SHA-256 before the head (a pass over the bytes in user space
+    /// anyway), TLS encrypts in user space, and Azure takes blocks with a CRC-64 header.
+    pub(crate) fn sends_from_files(&self, signing: PayloadSigning) -> bool {
+        !self.signs_payload(signing)
+            && !self.is_azure()
+            && self.config().endpoint.scheme == crate::config::Scheme::Http
+    }
+}
+
+/// The part an UploadPart response acknowledged, with the checksum that was sent for it.
+async fn completed_part(
+    response: crate::client::Response,
+    part_number: u32,
+    algorithm: UploadChecksum,
+    checksum: String,
+) -> Result<CompletedPart> {
+    {
         let etag = response.header("etag").map(str::to_owned).ok_or_else(|| {
             Error::UnexpectedResponse {
                 what: format!("UploadPart {part_number} answered without an ETag"),
@@ -437,7 +542,9 @@ impl Client {
         part.checksums.set(algorithm.algorithm(), checksum);
         Ok(part)
     }
+}
 
+impl Client {
     pub(crate) async fn complete_multipart_upload(
         &self,
         bucket: &str,

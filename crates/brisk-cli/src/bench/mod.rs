@@ -374,11 +374,13 @@ pub(crate) fn external_endpoint(global: &GlobalArgs) -> Option<&String> {
         .or(global.azure_endpoint_url.as_ref())
 }
 
-/// Transfers (and the objects' set-up) use the CLI's `--part-size` and `--concurrency`.
+/// Transfers (and the objects' set-up) use the CLI's `--part-size`, `--concurrency` and
+/// `--payload-signing`.
 fn transfer_options(global: &GlobalArgs) -> TransferOptions {
     TransferOptions {
         part_size: global.part_size,
         parts_in_flight: global.concurrency.max(1),
+        payload_signing: global.payload_signing.into(),
         ..TransferOptions::default()
     }
 }

@@ -1036,3 +1036,44 @@ fn sync_up_down_delete_filters_and_dryrun(brisk: &Brisk, dir: &Path) {
 }
 
 on_both_servers!(sync_up_down_delete_filters_and_dryrun);
+
+/// `--payload-signing unsigned`: a file's parts go out aws-chunked from the file (`sendfile` over
+/// plain HTTP) with their CRC32C as the trailer; the object holds the file, and its checksum is the
+/// file's. An unknown mode is a usage error.
+fn unsigned_uploads_send_the_file(brisk: &Brisk, dir: &Path) {
+    brisk.run(&["mb", "s3://unsigned"]).ok();
+    // Three parts of 5 MiB (the last short), and a file within one part: one PUT.
+    for (name, len) in [
+        ("parts.bin", 13 * 1024 * 1024 + 4321),
+        ("one.bin", 3 * 1024 * 1024 + 5),
+    ] {
+        let local = dir.join(name);
+        let body = pattern(len, 7);
+        std::fs::write(&local, &body).unwrap();
+        let dest = format!("s3://unsigned/{name}");
+        brisk
+            .run(&[
+                "cp",
+                local.to_str().unwrap(),
+                &dest,
+                "--payload-signing",
+                "unsigned",
+                "--part-size",
+                "5MiB",
+                "-q",
+            ])
+            .ok();
+        assert_eq!(brisk.run(&["cat", &dest]).ok().stdout, body, "{name}");
+    }
+    brisk
+        .run(&[
+            "cp",
+            dir.join("one.bin").to_str().unwrap(),
+            "s3://unsigned/x",
+            "--payload-signing",
+            "sometimes",
+        ])
+        .usage_error();
+}
+
+on_both_servers!(unsigned_uploads_send_the_file);

@@ -153,7 +153,7 @@ impl AzureDialect {
         if content_length.is_some() {
             out.set_content_length(spec.body.len() as u64);
         }
-        if expects_continue(spec.body.len()) {
+        if expects_continue(spec.body.len() as u64) {
             out.append("expect", "100-continue")?;
         }
         Ok(head)

@@ -13,6 +13,7 @@ mod conformance;
 #[path = "conformance.rs"]
 mod conformance_brisk_serve;
 mod faults;
+mod file_uploads;
 mod throughput;
 mod tls;
 mod transfers;
