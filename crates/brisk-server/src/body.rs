@@ -6,15 +6,15 @@
 //!
 //! # Why file writes happen on the worker thread
 //!
-//! A body slice (at most one read buffer, 256 KiB by default) is written with a plain `write_all`
-//! on the runtime's worker. Such a write lands in the page cache: a memory copy plus the file
-//! system's delayed allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`,
-//! "Server"), i.e. ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`,
-//! `block_in_place`) would add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
+//! A body slice (at most one read buffer, 256 KiB by default) is written on the runtime's worker,
+//! through the page cache or, for durable bodies of a stage or more, staged and written with
+//! `O_DIRECT` (`direct.rs`). A buffered write is a memory copy plus the file system's delayed
+//! allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`, "Server"), i.e.
+//! ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`, `block_in_place`) would
+//! add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
 //! of the commit, metadata transactions — runs under `block_in_place` instead (see `handler.rs`).
 
 use brisk_wire::S3ErrorCode;
-use std::io::Write;
 
 use crate::tls::ServerStream;
 use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Checksummer, Md5, Md5Digest};
@@ -369,11 +369,6 @@ where
         }
     }
     Ok(())
-}
-
-/// Writes a payload slice to a file, mapping failure to an S3 error.
-pub fn write_to(file: &mut std::fs::File, data: &[u8]) -> Result<(), S3Error> {
-    file.write_all(data).map_err(S3Error::from)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use time::OffsetDateTime;
 
 use crate::auth::PayloadCheck;
 use crate::body::{self, BodyDigests, BodyOutcome, MAX_PUT_SIZE};
+use crate::direct::BodyWriter;
 use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
@@ -460,17 +461,28 @@ async fn receive_into_file(
         )
     })?;
     let mut decoder = payload.chunked_decoder(len);
-    body::read_body(
+    // A durable body of a stage or more skips the page cache (see `direct.rs`); smaller ones, one
+    // write each, keep the path the small-PUT soak measured.
+    let mut scratch = x.take_scratch();
+    let direct = r.shared.config.fsync && len >= r.shared.config.read_buffer_size as u64;
+    let mut writer = BodyWriter::new(file, &mut scratch, direct);
+    let received = body::read_body(
         &mut x.conn,
         decoder.as_mut(),
         &mut x.carry,
         MAX_PUT_SIZE,
         |data| {
             digests.update(data);
-            body::write_to(file, data)
+            writer.write(data).map_err(S3Error::from)
         },
     )
-    .await?;
+    .await;
+    let written = match received {
+        Ok(_) => writer.finish().map_err(S3Error::from),
+        Err(e) => Err(e),
+    };
+    x.put_scratch(scratch);
+    written?;
     let conn_trailers = x.conn.trailers();
     digests.finish(|name| {
         decoder
