@@ -463,8 +463,8 @@ async fn receive_into_file(
     let mut decoder = payload.chunked_decoder(len);
     // A durable body of a stage or more skips the page cache (see `direct.rs`); smaller ones, one
     // write each, keep the path the small-PUT soak measured.
-    let mut scratch = x.take_scratch();
     let direct = r.shared.config.fsync && len >= r.shared.config.read_buffer_size as u64;
+    let mut scratch = if direct { x.take_scratch() } else { Vec::new() };
     let mut writer = BodyWriter::new(file, &mut scratch, direct);
     let received = body::read_body(
         &mut x.conn,
@@ -481,7 +481,9 @@ async fn receive_into_file(
         Ok(_) => writer.finish().map_err(S3Error::from),
         Err(e) => Err(e),
     };
-    x.put_scratch(scratch);
+    if direct {
+        x.put_scratch(scratch);
+    }
     written?;
     let conn_trailers = x.conn.trailers();
     digests.finish(|name| {
