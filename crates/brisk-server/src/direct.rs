@@ -44,17 +44,10 @@ impl<'a> BodyWriter<'a> {
     /// A writer into `file` (empty, at offset 0). With `direct`, `scratch` (at least [`ALIGN`] bytes
     /// longer than one stage of `ALIGN` multiples) holds the stage; without, it is not touched.
     pub fn new(file: &'a mut File, scratch: &'a mut [u8], direct: bool) -> Self {
-        let stage = if direct && set_direct(file, true).is_ok() {
-            let start = scratch.as_ptr().align_offset(ALIGN).min(scratch.len());
-            let usable = (scratch.len() - start) / ALIGN * ALIGN;
-            (usable > 0).then(|| &mut scratch[start..start + usable])
-        } else {
-            None
-        };
-        if direct && stage.is_none() {
-            let _ = set_direct(file, false);
-        }
-        let direct = stage.is_some();
+        let start = scratch.as_ptr().align_offset(ALIGN).min(scratch.len());
+        let usable = (scratch.len() - start) / ALIGN * ALIGN;
+        let direct = direct && usable > 0 && set_direct(file, true).is_ok();
+        let stage = direct.then(|| &mut scratch[start..start + usable]);
         Self {
             file,
             stage,
