@@ -2,10 +2,11 @@
 """The server's CPU per received GiB: builds of `brisk serve` next to MinIO, receiving the same boto3 upload.
 
 Each case is one server process, started once on a fresh data root under /var/tmp: every `--brisk
-NAME=BINARY` twice (its defaults, MD5 ETags and fsync on; and `--no-md5-etag`), and MinIO. In every round
-each case receives the same `boto3` `upload_file` of one file from tmpfs (multipart, 8 MiB parts, 10
-threads, signed payload over plain HTTP, boto3's default CRC32). The order of the cases rotates from round
-to round, and the first round is a warm-up that is reported separately, not in the medians.
+NAME=BINARY` (or `--brisk "NAME=BINARY --flag value"`: serve flags after the binary) twice, as given
+(by default MD5 ETags and fsync on) and with `--no-md5-etag`, and MinIO. In every round each case
+receives the same `boto3` `upload_file` of one file from tmpfs (multipart, 8 MiB parts, 10 threads,
+signed payload over plain HTTP, boto3's default CRC32). The order of the cases rotates from round to
+round; the first round is a warm-up, printed as it runs but left out of the medians.
 
 What is measured is the server process's CPU (user + sys from /proc/<pid>/stat) per GiB received. The
 page cache cannot be dropped here (/proc/sys/vm/drop_caches is read-only), and reclaim of earlier uploads'
@@ -81,7 +82,8 @@ class Case:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--brisk", action="append", default=[], metavar="NAME=BINARY")
+    ap.add_argument("--brisk", action="append", default=[], metavar="NAME=BINARY [FLAG...]",
+                    help="a build of brisk, with `brisk serve` flags after the binary (one argument)")
     ap.add_argument("--size", default="1GiB")
     ap.add_argument("--rounds", type=int, default=4, help="measured rounds, after one warm-up round")
     ap.add_argument("--settle", type=float, default=3.0)
@@ -98,10 +100,11 @@ def main():
             f.write(block)
     cases = []
     try:
-        for name, binary in builds:
-            cases.append(Case(name, "brisk", binary=os.path.abspath(binary)))
+        for name, command in builds:
+            binary, *flags = command.split()
+            cases.append(Case(name, "brisk", binary=os.path.abspath(binary), flags=flags))
             cases.append(Case(f"{name} --no-md5-etag", "brisk", binary=os.path.abspath(binary),
-                              flags=["--no-md5-etag"]))
+                              flags=[*flags, "--no-md5-etag"]))
         cases.append(Case("minio", "minio", minio=args.minio))
         for rnd in range(args.rounds + 1):
             order = cases[rnd % len(cases):] + cases[:rnd % len(cases)]
