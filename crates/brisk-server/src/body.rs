@@ -24,6 +24,7 @@ use brisk_wire::sigv4::decoder::{MAX_CHUNK_HEADER_LEN, MAX_TRAILERS_LEN};
 use brisk_wire::sigv4::{AuthError, AwsChunkedDecoder, PayloadHashVerifier};
 
 use crate::auth::PayloadCheck;
+use crate::direct::BodyWriter;
 use crate::error::S3Error;
 
 /// Largest object a single PUT (or part) may carry: 5 GiB, S3's limit.
@@ -302,6 +303,35 @@ where
         ));
     }
     Ok(total)
+}
+
+/// Reads a body without aws-chunked framing straight into `writer`'s stage, so its bytes are copied
+/// once, from the socket into the stage, and hashed there (`hash`) while cache-hot. Returns the
+/// payload length.
+pub async fn read_body_staged(
+    conn: &mut Connection,
+    writer: &mut BodyWriter<'_>,
+    max: u64,
+    mut hash: impl FnMut(&[u8]),
+) -> Result<u64, S3Error> {
+    let want = conn.read_buffer_capacity();
+    let mut total = 0u64;
+    loop {
+        let spare = writer.spare(want)?.expect("a staged writer");
+        let n = conn.read_body(spare).await?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+        if total > max {
+            return Err(S3Error::new(
+                S3ErrorCode::EntityTooLarge,
+                format!("the body is larger than the maximum allowed size of {max} bytes"),
+            ));
+        }
+        hash(&spare[..n]);
+        writer.advance(n);
+    }
 }
 
 fn framing_error(e: brisk_wire::framing::FramingError) -> S3Error {

@@ -56,6 +56,11 @@ impl<'a> BodyWriter<'a> {
         }
     }
 
+    /// Whether payload is staged (it may still fall back to buffered writes).
+    pub fn is_staged(&self) -> bool {
+        self.stage.is_some()
+    }
+
     /// Whether bytes are (still) going to the disk directly.
     #[cfg(test)]
     pub fn is_direct(&self) -> bool {
@@ -79,6 +84,33 @@ impl<'a> BodyWriter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The stage's free part, for reading payload straight into it (then [`advance`](Self::advance));
+    /// `None` when not staged. When fewer than `want` bytes are free, the whole blocks staged so far
+    /// are written first, so a read of a whole read buffer fits again (the stage holds one block
+    /// more than the read buffer) and the socket's bytes are copied once, into the stage.
+    pub fn spare(&mut self, want: usize) -> io::Result<Option<&mut [u8]>> {
+        let Some(size) = self.stage.as_deref().map(<[u8]>::len) else {
+            return Ok(None);
+        };
+        if size - self.filled < want {
+            let whole = if self.direct {
+                self.filled / ALIGN * ALIGN
+            } else {
+                self.filled
+            };
+            if whole > 0 {
+                self.drain(whole)?;
+            }
+        }
+        let filled = self.filled;
+        Ok(self.stage.as_deref_mut().map(|stage| &mut stage[filled..]))
+    }
+
+    /// Counts the first `n` bytes of [`spare`](Self::spare) as written.
+    pub fn advance(&mut self, n: usize) {
+        self.filled += n;
     }
 
     /// Writes what is staged and leaves the file in its ordinary (buffered) mode.
@@ -208,6 +240,33 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Reads straight into the stage, of every size around the read buffer's, come out whole.
+    #[test]
+    fn reads_into_the_spare_part_are_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let read_buffer = 3 * ALIGN;
+        let mut scratch = vec![0u8; read_buffer + 2 * ALIGN];
+        for read in [1000, ALIGN, read_buffer - 5, read_buffer] {
+            let len = 7 * read_buffer + 333;
+            let path = dir.path().join(format!("spare-{read}"));
+            let mut file = File::create_new(&path).unwrap();
+            let data = payload(len);
+            let mut w = BodyWriter::new(&mut file, &mut scratch, true);
+            let mut at = 0;
+            while at < len {
+                let spare = w.spare(read_buffer).unwrap().unwrap();
+                let n = spare.len().min(read).min(len - at);
+                spare[..n].copy_from_slice(&data[at..at + n]);
+                w.advance(n);
+                at += n;
+            }
+            w.finish().unwrap();
+            let mut back = Vec::new();
+            File::open(&path).unwrap().read_to_end(&mut back).unwrap();
+            assert!(back == data, "reads of {read}");
         }
     }
 

@@ -277,10 +277,11 @@ impl Exchange {
     }
 
     /// The scratch buffer moved out, for use beside `conn` (give it back with
-    /// [`put_scratch`](Self::put_scratch)); allocated on first use with [`ALIGN`] bytes to spare, so
-    /// that an aligned stage of the read buffer's size fits in it (see `direct.rs`).
+    /// [`put_scratch`](Self::put_scratch)); allocated on first use with two [`ALIGN`] blocks to
+    /// spare, so that an aligned stage of the read buffer's size and one block more fits in it (see
+    /// `direct.rs`).
     pub fn take_scratch(&mut self) -> Vec<u8> {
-        let want = self.scratch_size + ALIGN;
+        let want = self.scratch_size + 2 * ALIGN;
         if self.scratch.len() < want {
             self.scratch.resize(want, 0);
         }

@@ -466,17 +466,24 @@ async fn receive_into_file(
     let direct = r.shared.config.fsync && len >= r.shared.config.read_buffer_size as u64;
     let mut scratch = if direct { x.take_scratch() } else { Vec::new() };
     let mut writer = BodyWriter::new(file, &mut scratch, direct);
-    let received = body::read_body(
-        &mut x.conn,
-        decoder.as_mut(),
-        &mut x.carry,
-        MAX_PUT_SIZE,
-        |data| {
-            digests.update(data);
-            writer.write(data).map_err(S3Error::from)
-        },
-    )
-    .await;
+    let received = if writer.is_staged() && decoder.is_none() {
+        body::read_body_staged(&mut x.conn, &mut writer, MAX_PUT_SIZE, |data| {
+            digests.update(data)
+        })
+        .await
+    } else {
+        body::read_body(
+            &mut x.conn,
+            decoder.as_mut(),
+            &mut x.carry,
+            MAX_PUT_SIZE,
+            |data| {
+                digests.update(data);
+                writer.write(data).map_err(S3Error::from)
+            },
+        )
+        .await
+    };
     let written = match received {
         Ok(_) => writer.finish().map_err(S3Error::from),
         Err(e) => Err(e),
