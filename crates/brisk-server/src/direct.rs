@@ -16,11 +16,14 @@
 //! # How
 //!
 //! `O_DIRECT` wants the buffer's address, the length and the file offset aligned to the device's
-//! logical block. Payload slices lie anywhere in the read buffer, so they are copied into an aligned
-//! stage (the connection's scratch buffer: a cache-hot copy where the page cache's was cold) that is
-//! written out whenever it fills; every write is a whole stage, so offsets stay aligned. At the end
-//! the whole blocks left are written directly, `O_DIRECT` is switched off and the last partial
-//! block goes through the page cache. A file system that refuses `O_DIRECT` (at `fcntl` or at the
+//! logical block. The stage is the aligned part of the connection's scratch buffer, one block longer
+//! than the read buffer. A body without aws-chunked framing is read from the socket straight into the
+//! stage's free part ([`BodyWriter::spare`]) and hashed there; once less than a read buffer is free,
+//! the whole blocks staged are written and the partial one moves to the front, so every write is
+//! whole blocks and offsets stay aligned. aws-chunked payload, whose framing is stripped from the
+//! read buffer, is copied into the stage ([`BodyWriter::write`]): a cache-hot copy where the page
+//! cache's was cold. At the end the whole blocks left are written directly, `O_DIRECT` is switched
+//! off and the last partial block goes through the page cache. A file system that refuses `O_DIRECT` (at `fcntl` or at the
 //! first write) gets buffered writes from wherever that happens, so no byte is lost or doubled.
 
 use std::fs::File;
