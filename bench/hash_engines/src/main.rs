@@ -119,9 +119,12 @@ fn main() {
         ("MD5+SHA-256+CRC32, in turn", three_in_turn),
         ("MD5+SHA-256+CRC32, 16 KiB strides", three_strided),
     ];
-    let big: Vec<u8> = (0..8usize << 20).map(|i| (i * 31 + (i >> 9)) as u8).collect();
+    let big: Vec<u8> = (0..8usize << 20)
+        .map(|i| (i * 31 + (i >> 9)) as u8)
+        .collect();
     let small = big[..256 << 10].to_vec();
-    let blocks = |d: &[u8]| -> Vec<[u8; 64]> { d.chunks_exact(64).map(|c| c.try_into().unwrap()).collect() };
+    let blocks =
+        |d: &[u8]| -> Vec<[u8; 64]> { d.chunks_exact(64).map(|c| c.try_into().unwrap()).collect() };
     let (big_blocks, small_blocks) = (blocks(&big), blocks(&small));
     let rounds = 5;
     let mut results = vec![(Vec::new(), Vec::new()); candidates.len()];
@@ -148,6 +151,9 @@ fn main() {
     println!("|---|---|---|---|");
     for ((name, _), (b, s)) in candidates.iter().zip(results.iter_mut()) {
         let (b, s) = (median(b), median(s));
-        println!("| {name} | {b:.0} | {s:.0} | {:.2} |", (1u64 << 30) as f64 / 1e6 / s);
+        println!(
+            "| {name} | {b:.0} | {s:.0} | {:.2} |",
+            (1u64 << 30) as f64 / 1e6 / s
+        );
     }
 }
