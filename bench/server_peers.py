@@ -74,14 +74,14 @@ class RssSampler(threading.Thread):
 
 
 class Server:
-    def __init__(self, kind, minio):
+    def __init__(self, kind, minio, brisk=None, flags=()):
         self.kind = kind
         self.port = free_port()
         self.data = tempfile.mkdtemp(prefix=f"peers-{kind}-", dir="/var/tmp")
         self.endpoint = f"http://127.0.0.1:{self.port}"
         if kind == "brisk":
-            cmd = [os.path.join(ROOT, "target/release/brisk"), "serve", "--root", self.data,
-                   "--listen", f"127.0.0.1:{self.port}", "--access-key", AK, "--secret-key", SK]
+            cmd = [brisk or os.path.join(ROOT, "target/release/brisk"), "serve", "--root", self.data,
+                   "--listen", f"127.0.0.1:{self.port}", "--access-key", AK, "--secret-key", SK, *flags]
             env = dict(os.environ)
         else:
             cmd = [minio, "server", "--quiet", "--address", f"127.0.0.1:{self.port}",

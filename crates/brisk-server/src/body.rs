@@ -6,15 +6,15 @@
 //!
 //! # Why file writes happen on the worker thread
 //!
-//! A body slice (at most one read buffer, 256 KiB by default) is written with a plain `write_all`
-//! on the runtime's worker. Such a write lands in the page cache: a memory copy plus the file
-//! system's delayed allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`,
-//! "Server"), i.e. ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`,
-//! `block_in_place`) would add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
+//! A body slice (at most one read buffer, 256 KiB by default) is written on the runtime's worker,
+//! through the page cache or, for durable bodies of a stage or more, staged and written with
+//! `O_DIRECT` (`direct.rs`). A buffered write is a memory copy plus the file system's delayed
+//! allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`, "Server"), i.e.
+//! ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`, `block_in_place`) would
+//! add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
 //! of the commit, metadata transactions — runs under `block_in_place` instead (see `handler.rs`).
 
 use brisk_wire::S3ErrorCode;
-use std::io::Write;
 
 use crate::tls::ServerStream;
 use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumValue, Checksummer, Md5, Md5Digest};
@@ -24,6 +24,7 @@ use brisk_wire::sigv4::decoder::{MAX_CHUNK_HEADER_LEN, MAX_TRAILERS_LEN};
 use brisk_wire::sigv4::{AuthError, AwsChunkedDecoder, PayloadHashVerifier};
 
 use crate::auth::PayloadCheck;
+use crate::direct::BodyWriter;
 use crate::error::S3Error;
 
 /// Largest object a single PUT (or part) may carry: 5 GiB, S3's limit.
@@ -304,6 +305,35 @@ where
     Ok(total)
 }
 
+/// Reads a body without aws-chunked framing straight into `writer`'s stage, so its bytes are copied
+/// once, from the socket into the stage, and hashed there (`hash`) while cache-hot. Returns the
+/// payload length.
+pub async fn read_body_staged(
+    conn: &mut Connection,
+    writer: &mut BodyWriter<'_>,
+    max: u64,
+    mut hash: impl FnMut(&[u8]),
+) -> Result<u64, S3Error> {
+    let want = conn.read_buffer_capacity();
+    let mut total = 0u64;
+    loop {
+        let spare = writer.spare(want)?.expect("a staged writer");
+        let n = conn.read_body(spare).await?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+        if total > max {
+            return Err(S3Error::new(
+                S3ErrorCode::EntityTooLarge,
+                format!("the body is larger than the maximum allowed size of {max} bytes"),
+            ));
+        }
+        hash(&spare[..n]);
+        writer.advance(n);
+    }
+}
+
 fn framing_error(e: brisk_wire::framing::FramingError) -> S3Error {
     use brisk_wire::framing::FramingError;
     match e {
@@ -369,11 +399,6 @@ where
         }
     }
     Ok(())
-}
-
-/// Writes a payload slice to a file, mapping failure to an S3 error.
-pub fn write_to(file: &mut std::fs::File, data: &[u8]) -> Result<(), S3Error> {
-    file.write_all(data).map_err(S3Error::from)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use brisk_wire::xml::{ErrorDocument, XmlDocument};
 use tokio::io::{AsyncWriteExt, Interest};
 
 use crate::body::Connection;
+use crate::direct::ALIGN;
 use crate::error::S3Error;
 use crate::store::ObjectBody;
 
@@ -273,6 +274,23 @@ impl Exchange {
         }
         // A TLS stream may hold the last record until flushed.
         within(self.write_timeout, self.conn.get_mut().flush()).await
+    }
+
+    /// The scratch buffer moved out, for use beside `conn` (give it back with
+    /// [`put_scratch`](Self::put_scratch)); allocated on first use with two [`ALIGN`] blocks to
+    /// spare, so that an aligned stage of the read buffer's size and one block more fits in it (see
+    /// `direct.rs`).
+    pub fn take_scratch(&mut self) -> Vec<u8> {
+        let want = self.scratch_size + 2 * ALIGN;
+        if self.scratch.len() < want {
+            self.scratch.resize(want, 0);
+        }
+        std::mem::take(&mut self.scratch)
+    }
+
+    /// Returns the buffer [`take_scratch`](Self::take_scratch) lent.
+    pub fn put_scratch(&mut self, scratch: Vec<u8>) {
+        self.scratch = scratch;
     }
 
     /// The scratch buffer, allocated on first use.

@@ -16,6 +16,7 @@ use time::OffsetDateTime;
 
 use crate::auth::PayloadCheck;
 use crate::body::{self, BodyDigests, BodyOutcome, MAX_PUT_SIZE};
+use crate::direct::BodyWriter;
 use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
@@ -460,17 +461,37 @@ async fn receive_into_file(
         )
     })?;
     let mut decoder = payload.chunked_decoder(len);
-    body::read_body(
-        &mut x.conn,
-        decoder.as_mut(),
-        &mut x.carry,
-        MAX_PUT_SIZE,
-        |data| {
-            digests.update(data);
-            body::write_to(file, data)
-        },
-    )
-    .await?;
+    // A durable body of a stage or more skips the page cache (see `direct.rs`); smaller ones, one
+    // write each, keep the path the small-PUT soak measured.
+    let direct = r.shared.config.fsync && len >= r.shared.config.read_buffer_size as u64;
+    let mut scratch = if direct { x.take_scratch() } else { Vec::new() };
+    let mut writer = BodyWriter::new(file, &mut scratch, direct);
+    let received = if writer.is_staged() && decoder.is_none() {
+        body::read_body_staged(&mut x.conn, &mut writer, MAX_PUT_SIZE, |data| {
+            digests.update(data)
+        })
+        .await
+    } else {
+        body::read_body(
+            &mut x.conn,
+            decoder.as_mut(),
+            &mut x.carry,
+            MAX_PUT_SIZE,
+            |data| {
+                digests.update(data);
+                writer.write(data).map_err(S3Error::from)
+            },
+        )
+        .await
+    };
+    let written = match received {
+        Ok(_) => writer.finish().map_err(S3Error::from),
+        Err(e) => Err(e),
+    };
+    if direct {
+        x.put_scratch(scratch);
+    }
+    written?;
     let conn_trailers = x.conn.trailers();
     digests.finish(|name| {
         decoder

@@ -34,6 +34,7 @@ pub mod access_log;
 mod auth;
 mod body;
 pub mod config;
+mod direct;
 pub mod error;
 mod exchange;
 mod handler;

@@ -11,7 +11,7 @@ use std::ops::{Bound, RangeInclusive};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use md5::{Digest, Md5};
+use brisk_wire::checksum::Md5;
 use redb::{ReadableDatabase, ReadableTable, WriteTransaction};
 
 use super::error::{Result, StoreError};
@@ -156,7 +156,7 @@ fn multipart_etag<'a>(part_etags: impl ExactSizeIterator<Item = &'a str>) -> Str
             _ => md5.update(etag.as_bytes()),
         }
     }
-    format!("\"{}-{count}\"", hex::encode(md5.finalize()))
+    format!("\"{}-{count}\"", md5.finalize().to_hex())
 }
 
 /// The full range of part records of one upload.

@@ -21,6 +21,13 @@ pub fn start_with(runtime: &tokio::runtime::Runtime, mut config: ServerConfig) -
     runtime.block_on(Server::bind(config)).unwrap()
 }
 
+/// Starts an anonymous server with fsync on (the default), so large bodies take the `O_DIRECT` path.
+pub fn start_durable(runtime: &tokio::runtime::Runtime, root: &std::path::Path) -> RunningServer {
+    let mut config = ServerConfig::new(root, None);
+    config.listen = "127.0.0.1:0".parse().unwrap();
+    runtime.block_on(Server::bind(config)).unwrap()
+}
+
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,5 +1,5 @@
-//! The in-process server over real sockets: concurrent PUTs of one key, keep-alive reuse, error
-//! documents, and unknown operations.
+//! The in-process server over real sockets: concurrent PUTs of one key, durable bodies, keep-alive
+//! reuse, error documents, and unknown operations.
 
 use crate::http_support;
 use crate::http_support::Client;
@@ -32,6 +32,43 @@ fn concurrent_puts_of_one_key_leave_one_whole_version() {
         body.iter().all(|&b| b == body[0]),
         "the object is one writer's body, not a mix"
     );
+    drop(c);
+    runtime.block_on(server.shutdown());
+}
+
+/// With fsync on, bodies of a read buffer or more are staged and written with `O_DIRECT` (or
+/// buffered where the file system refuses it): around the stage and block sizes, every byte comes
+/// back and the ETag is the body's MD5, on one keep-alive connection that reuses its stage.
+#[test]
+fn durable_bodies_around_the_stage_size_come_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = http_support::runtime();
+    let server = http_support::start_durable(&runtime, dir.path());
+    let mut c = Client::connect(server.local_addr());
+    assert_eq!(c.request("PUT", "/durable", b"").0.status, 200);
+    let stage = 256 << 10;
+    for len in [
+        stage - 1,
+        stage,
+        stage + 1,
+        4 * stage + 4095,
+        12 * stage + 77,
+    ] {
+        let body: Vec<u8> = (0..len).map(|i| (i * 131 + i / 4096) as u8).collect();
+        let (r, _) = c.request("PUT", &format!("/durable/k{len}"), &body);
+        assert_eq!(r.status, 200, "{}", r.head);
+        let etag = brisk_wire::checksum::Md5::digest(&body).to_etag();
+        assert!(
+            r.head
+                .to_ascii_lowercase()
+                .contains(&format!("etag: {etag}")),
+            "len {len}: {}",
+            r.head
+        );
+        let (r, back) = c.request("GET", &format!("/durable/k{len}"), b"");
+        assert_eq!((r.status, back.len()), (200, len));
+        assert!(back == body, "len {len}: the body came back changed");
+    }
     drop(c);
     runtime.block_on(server.shutdown());
 }

@@ -30,11 +30,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::checksum::engine::Sha256;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
 use percent_encoding::percent_decode_str;
-use sha2::Sha256;
 
 use super::collation;
 

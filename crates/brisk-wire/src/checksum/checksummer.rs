@@ -1,8 +1,8 @@
 //! One streaming hasher over every [`ChecksumAlgorithm`].
 
+use super::engine::{Digest as _, Sha256};
 use crc_fast::{CrcAlgorithm, Digest as CrcDigest};
 use sha1::Sha1;
-use sha2::{Digest as _, Sha256};
 
 use super::{ChecksumAlgorithm, ChecksumValue};
 

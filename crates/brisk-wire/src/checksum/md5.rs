@@ -2,15 +2,15 @@
 
 use std::fmt;
 
+use super::engine::Digest as _;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use md5::Digest as _;
 
 use super::{ChecksumError, MAX_PARTS};
 
 /// A streaming MD5: [`update`](Self::update) with each slice, then [`finalize`](Self::finalize).
 #[derive(Clone, Default)]
-pub struct Md5(md5::Md5);
+pub struct Md5(super::engine::Md5);
 
 impl Md5 {
     /// A fresh hasher.

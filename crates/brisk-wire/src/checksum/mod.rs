@@ -8,13 +8,16 @@
 //!   x86_64, PMULL on aarch64) and falls back to tables elsewhere.
 //! * SHA-256 goes through `sha2`, which detects the SHA extensions (SHA-NI) at run time; SHA-1 through
 //!   `sha1`, which does the same.
-//! * MD5 goes through `md-5` (portable code: MD5 has no hardware support).
+//! * MD5 goes through `md-5` with its assembly core on x86 (MD5 has no hardware support).
+//!
+//! Which implementation computes MD5 and SHA-256 is decided in one place, `checksum/engine.rs`, by measurement.
 //!
 //! [`Checksummer`] dispatches through an enum, not a boxed trait object, so `update` costs one `match` per
 //! call and no allocation ever. See `docs/checksums.md` for which algorithm is used by default where.
 
 mod algorithm;
 mod checksummer;
+pub(crate) mod engine;
 mod md5;
 mod multipart;
 mod value;

@@ -16,8 +16,8 @@
 
 use std::sync::Arc;
 
+use crate::checksum::engine::{Digest, Sha256};
 use hmac::Mac;
-use sha2::{Digest, Sha256};
 
 use super::EMPTY_SHA256;
 use super::canonical::is_token;

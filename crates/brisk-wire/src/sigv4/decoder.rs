@@ -6,7 +6,7 @@
 //! [`MAX_TRAILERS_LEN`] bytes). A chunk's header must arrive whole in the caller's buffer, so the
 //! buffer needs at least [`MAX_CHUNK_HEADER_LEN`] + 2 bytes.
 
-use sha2::{Digest, Sha256};
+use crate::checksum::engine::{Digest, Sha256};
 
 use super::chunked::{CRLF, ChunkSigner, TRAILER_SIGNATURE_NAME};
 use super::hashing::{constant_time_eq, parse_hex32};

@@ -1,7 +1,7 @@
 //! Small SHA-256 / HMAC helpers shared by the signing and verifying code.
 
+use crate::checksum::engine::{Digest, Sha256};
 use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
 
 pub(crate) type HmacSha256 = Hmac<Sha256>;
 

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::checksum::engine::{Digest, Sha256};
 use percent_encoding::percent_decode_str;
-use sha2::{Digest, Sha256};
 
 use super::canonical::{CanonicalRequest, HeaderGroup, SignableRequest, canonical_query_string};
 use super::chunked::ChunkSigner;
