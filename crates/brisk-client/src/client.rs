@@ -569,8 +569,9 @@ async fn sendfile_range(
     offset: u64,
     len: u64,
 ) -> std::io::Result<Option<u64>> {
-    /// `EINVAL` and `ENOSYS`: "sendfile can not do this here".
-    const UNSUPPORTED: [i32; 2] = [22, 38];
+    // "sendfile can not do this here".
+    let unsupported =
+        [rustix::io::Errno::INVAL, rustix::io::Errno::NOSYS].map(|e| e.raw_os_error());
     let end = offset + len;
     let mut position = offset;
     // Bounded: each pass sends at least one byte, waits for the socket, or ends.
@@ -589,7 +590,7 @@ async fn sendfile_range(
             }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.raw_os_error().is_some_and(|n| UNSUPPORTED.contains(&n)) => {
+            Err(e) if e.raw_os_error().is_some_and(|n| unsupported.contains(&n)) => {
                 return Ok(Some(position));
             }
             Err(e) => return Err(e),

@@ -188,11 +188,7 @@ impl<'a> RequestSpec<'a> {
     /// Sends `body` aws-chunked with `trailer`'s checksum as a trailer (`x-amz-trailer`), unsigned.
     pub(crate) fn aws_chunked(mut self, body: &'a [u8], trailer: &'a TrailingChecksum) -> Self {
         self.body = body;
-        self.payload = PayloadHash::StreamingUnsignedTrailer;
-        self.trailer = Some(trailer);
-        self.header("content-encoding", "aws-chunked")
-            .header("x-amz-decoded-content-length", body.len().to_string())
-            .header("x-amz-trailer", trailer.algorithm.algorithm().header_name())
+        self.with_trailer(trailer)
     }
 
     /// Sends the file range `file` aws-chunked with `trailer`'s checksum as a trailer, unsigned:
@@ -205,10 +201,16 @@ impl<'a> RequestSpec<'a> {
     ) -> Self {
         self.body = &[];
         self.file = Some(file);
+        self.with_trailer(trailer)
+    }
+
+    /// The unsigned aws-chunked framing of whichever body is set, with `trailer`.
+    fn with_trailer(mut self, trailer: &'a TrailingChecksum) -> Self {
         self.payload = PayloadHash::StreamingUnsignedTrailer;
         self.trailer = Some(trailer);
+        let decoded = self.body_len().to_string();
         self.header("content-encoding", "aws-chunked")
-            .header("x-amz-decoded-content-length", file.len.to_string())
+            .header("x-amz-decoded-content-length", decoded)
             .header("x-amz-trailer", trailer.algorithm.algorithm().header_name())
     }
 

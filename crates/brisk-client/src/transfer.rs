@@ -527,21 +527,21 @@ async fn completed_part(
     algorithm: UploadChecksum,
     checksum: String,
 ) -> Result<CompletedPart> {
-    {
-        let etag = response.header("etag").map(str::to_owned).ok_or_else(|| {
-            Error::UnexpectedResponse {
+    let etag =
+        response
+            .header("etag")
+            .map(str::to_owned)
+            .ok_or_else(|| Error::UnexpectedResponse {
                 what: format!("UploadPart {part_number} answered without an ETag"),
-            }
-        })?;
-        finish(response).await?;
-        let mut part = CompletedPart {
-            part_number,
-            etag,
-            ..CompletedPart::default()
-        };
-        part.checksums.set(algorithm.algorithm(), checksum);
-        Ok(part)
-    }
+            })?;
+    finish(response).await?;
+    let mut part = CompletedPart {
+        part_number,
+        etag,
+        ..CompletedPart::default()
+    };
+    part.checksums.set(algorithm.algorithm(), checksum);
+    Ok(part)
 }
 
 impl Client {
@@ -790,24 +790,47 @@ impl Client {
         check: &DownloadCheck,
         count: bool,
     ) -> Result<Computed> {
-        if self.is_azure() {
-            return self
-                .download_to_in_blocks(target, temp, options, check, count)
-                .await;
-        }
         let size = target.size;
         let file = std::fs::File::create(temp).map_err(|e| file_error(temp, "creating", e))?;
         file.set_len(size)
             .map_err(|e| file_error(temp, "sizing", e))?;
+        let file = Arc::new(file);
+        let computed = if self.is_azure() {
+            self.download_in_blocks(target, &file, temp, options, check, count)
+                .await?
+        } else {
+            self.download_streamed(target, &file, temp, options, check, count)
+                .await?
+        };
+        tokio::task::spawn_blocking(move || file.sync_all())
+            .await
+            .map_err(|e| Error::UnexpectedResponse {
+                what: format!("sync task failed: {e}"),
+            })?
+            .map_err(|e| file_error(temp, "syncing", e))?;
+        Ok(computed)
+    }
+
+    /// The S3 body of [`download_to`](Self::download_to): the workers described there.
+    async fn download_streamed(
+        &self,
+        target: &Target<'_>,
+        file: &Arc<std::fs::File>,
+        temp: &Path,
+        options: &TransferOptions,
+        check: &DownloadCheck,
+        count: bool,
+    ) -> Result<Computed> {
+        let size = target.size;
         let job = Arc::new(StreamedDownload {
             bucket: target.bucket.to_owned(),
             key: target.key.to_owned(),
             etag: target.etag.to_owned(),
-            file: Arc::new(file),
+            file: Arc::clone(file),
             temp: temp.to_owned(),
             chunk: DOWNLOAD_CHUNK.min(options.part_size),
             algorithm: check.algorithm(),
-            progress: count.then(|| options.clone()),
+            progress: options.progress.clone().filter(|_| count),
             ranges: std::sync::Mutex::new((
                 Ranges {
                     size,
@@ -829,36 +852,25 @@ impl Client {
                 what: format!("download worker failed: {e}"),
             })??;
         }
-        let file = Arc::clone(&job.file);
-        tokio::task::spawn_blocking(move || file.sync_all())
-            .await
-            .map_err(|e| Error::UnexpectedResponse {
-                what: format!("sync task failed: {e}"),
-            })?
-            .map_err(|e| file_error(temp, "syncing", e))?;
-        let crc = std::mem::replace(
-            &mut *job.crc.lock().unwrap_or_else(|e| e.into_inner()),
-            RangeCrcs::new(check, size),
-        );
+        // Every worker has ended and dropped its handle: the job is this function's alone.
+        let job = Arc::into_inner(job).expect("the workers have ended");
+        let crc = job.crc.into_inner().unwrap_or_else(|e| e.into_inner());
         Ok(crc.finish())
     }
 
-    /// [`download_to`](Self::download_to) for Azure: each range whole in a pooled block through the
-    /// batch reader, which checks every range of up to 4 MiB against the MD5 the service computes
-    /// for it (`x-ms-range-get-content-md5`).
-    async fn download_to_in_blocks(
+    /// The Azure body of [`download_to`](Self::download_to): each range whole in a pooled block
+    /// through the batch reader, which checks every range of up to 4 MiB against the MD5 the service
+    /// computes for it (`x-ms-range-get-content-md5`).
+    async fn download_in_blocks(
         &self,
         target: &Target<'_>,
+        file: &Arc<std::fs::File>,
         temp: &Path,
         options: &TransferOptions,
         check: &DownloadCheck,
         count: bool,
     ) -> Result<Computed> {
         let size = target.size;
-        let file = std::fs::File::create(temp).map_err(|e| file_error(temp, "creating", e))?;
-        file.set_len(size)
-            .map_err(|e| file_error(temp, "sizing", e))?;
-        let file = Arc::new(file);
         let mut ranges = Ranges {
             size,
             step: options.part_size as u64,
@@ -913,19 +925,12 @@ impl Client {
                     what: format!("range at {offset} returned {n} of {len} bytes"),
                 });
             }
-            let range_crc = write_part(&file, temp, offset, block, len, algorithm).await?;
+            let range_crc = write_part(file, temp, offset, block, len, algorithm).await?;
             crc.landed(done.id, range_crc, offset, len as u64);
             if count {
                 options.count(len as u64);
             }
         }
-        let file = Arc::clone(&file);
-        tokio::task::spawn_blocking(move || file.sync_all())
-            .await
-            .map_err(|e| Error::UnexpectedResponse {
-                what: format!("sync task failed: {e}"),
-            })?
-            .map_err(|e| file_error(temp, "syncing", e))?;
         Ok(crc.finish())
     }
 }
@@ -947,7 +952,7 @@ struct StreamedDownload {
     chunk: usize,
     algorithm: Option<ChecksumAlgorithm>,
     /// Where progress is counted, on the attempt that counts it.
-    progress: Option<TransferOptions>,
+    progress: Option<TransferProgress>,
     /// The ranges not yet taken, and the index of the next.
     ranges: std::sync::Mutex<(Ranges, u64)>,
     crc: std::sync::Mutex<RangeCrcs>,
@@ -996,8 +1001,8 @@ async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()>
             }
             (block, sum) = write_chunk(&job.file, &job.temp, at, block, filled, sum).await?;
             at += filled as u64;
-            if let Some(options) = &job.progress {
-                options.count(filled as u64);
+            if let Some(progress) = &job.progress {
+                progress.add(filled as u64);
             }
         }
         // The end of the stream gives its connection back to the pool.
@@ -1016,8 +1021,11 @@ async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()>
     }
 }
 
-/// Sums `block[..len]` and writes it at `offset`, piece by piece while each piece is in the CPU's
-/// cache (as [`write_part`] does), on the blocking pool; gives the block and the running sum back.
+/// Sums `block[..len]` and writes it at `offset` on the blocking pool; gives the block and the
+/// running sum back. Each 256 KiB piece is summed and then written while it is still in the CPU's
+/// cache, so the bytes are read from memory once, not twice (summing a whole 8 MiB part before
+/// writing it cost a 1 GiB download 0.17 client CPU s/GiB and 16 % of its speed; BENCHMARKS.md,
+/// "Download verification").
 async fn write_chunk(
     file: &Arc<std::fs::File>,
     path: &Path,
@@ -1357,7 +1365,8 @@ async fn read_part_summed(
     Ok((block, sum))
 }
 
-/// Writes the first `len` bytes of `block` at `offset` of `file`, then returns the block to the pool.
+/// Writes the first `len` bytes of `block` at `offset` of `file`, summed on the way (see
+/// [`write_chunk`]), then returns the block to the pool and the part's checksum.
 async fn write_part(
     file: &Arc<std::fs::File>,
     path: &Path,
@@ -1366,32 +1375,16 @@ async fn write_part(
     len: usize,
     checksum: Option<ChecksumAlgorithm>,
 ) -> Result<Option<ChecksumValue>> {
-    use std::os::unix::fs::FileExt;
-    let file = Arc::clone(file);
-    // The CRC is computed on the blocking thread next to the write, piece by piece: each 256 KiB
-    // piece is summed and then written while it is still in the CPU's cache, so the part is read
-    // from memory once, not twice (summing the whole 8 MiB part before writing it cost a 1 GiB
-    // download 0.17 client CPU s/GiB and 16 % of its speed; BENCHMARKS.md, "Download
-    // verification").
-    tokio::task::spawn_blocking(move || {
-        let part = &block[..len];
-        let Some(algorithm) = checksum else {
-            return file.write_all_at(part, offset).map(|()| None);
-        };
-        let mut sum = Checksummer::new(algorithm);
-        let mut at = offset;
-        for piece in part.chunks(SUMMED_READ) {
-            sum.update(piece);
-            file.write_all_at(piece, at)?;
-            at += piece.len() as u64;
-        }
-        Ok(Some(sum.finalize()))
-    })
-    .await
-    .map_err(|e| Error::UnexpectedResponse {
-        what: format!("file write task failed: {e}"),
-    })?
-    .map_err(|e| file_error(path, "writing", e))
+    let (_, sum) = write_chunk(
+        file,
+        path,
+        offset,
+        block,
+        len,
+        checksum.map(Checksummer::new),
+    )
+    .await?;
+    Ok(sum.map(Checksummer::finalize))
 }
 
 /// A download's temporary file, removed when this is dropped unless it was renamed into place:

@@ -278,10 +278,7 @@ where
     let mut counted = |data: &[u8]| -> Result<(), S3Error> {
         total += data.len() as u64;
         if total > max {
-            return Err(S3Error::new(
-                S3ErrorCode::EntityTooLarge,
-                format!("the body is larger than the maximum allowed size of {max} bytes"),
-            ));
+            return Err(body_too_large(max));
         }
         if data.is_empty() {
             return Ok(());
@@ -324,14 +321,19 @@ pub async fn read_body_staged(
         }
         total += n as u64;
         if total > max {
-            return Err(S3Error::new(
-                S3ErrorCode::EntityTooLarge,
-                format!("the body is larger than the maximum allowed size of {max} bytes"),
-            ));
+            return Err(body_too_large(max));
         }
         hash(&spare[..n]);
         writer.advance(n);
     }
+}
+
+/// A body that ran past `max` bytes while it was read.
+fn body_too_large(max: u64) -> S3Error {
+    S3Error::new(
+        S3ErrorCode::EntityTooLarge,
+        format!("the body is larger than the maximum allowed size of {max} bytes"),
+    )
 }
 
 fn framing_error(e: brisk_wire::framing::FramingError) -> S3Error {
