@@ -7,9 +7,9 @@
 //! so paid from its memory budget; a part waits for its block when the budget is full. At most
 //! `parts_in_flight` parts are in flight, so an upload holds at most
 //! `parts_in_flight × block_size(part_size)` bytes of buffers (4 × 8 MiB = 32 MiB by default),
-//! whatever the file's size. A download from S3 streams each `part_size` range through a block of
-//! `DOWNLOAD_CHUNK` (2 MiB), one per range in flight: `parts_in_flight × 2 MiB` (8 MiB by
-//! default), while the bytes in flight on the network stay `parts_in_flight × part_size`. Azure
+//! whatever the file's size. A download from S3 streams each `part_size` range through two blocks
+//! of `DOWNLOAD_CHUNK` (1 MiB), one filling while the other is written: `parts_in_flight × 2 MiB`
+//! (8 MiB by default), while the bytes in flight on the network stay `parts_in_flight × part_size`. Azure
 //! downloads hold each range whole (one block per range in flight and one being written, see
 //! [`crate::batch`]), to check it against the MD5 the service sends for it. Blocks are recycled
 //! through the pool's free lists, so a long transfer allocates its blocks once.
@@ -777,11 +777,12 @@ impl Client {
     /// One attempt of [`download`](Self::download) into `temp`; returns what `check` computed
     /// over the bytes written.
     ///
-    /// S3: `parts_in_flight` workers, each with one connection and one pooled block of
-    /// [`DOWNLOAD_CHUNK`] bytes, take the next range, stream it through the block (socket → block →
-    /// file, summed on the way) and take the next. The ranges stay `part_size` long, so the bytes
-    /// in flight on the network are what they were, but the memory held is
-    /// `parts_in_flight × DOWNLOAD_CHUNK` (8 MiB by default) instead of a whole part per range.
+    /// S3: `parts_in_flight` workers, each with one connection and two pooled blocks of
+    /// [`DOWNLOAD_CHUNK`] bytes, take the next range, stream it through the blocks (socket → block,
+    /// summed as it lands; block → file while the other block fills) and take the next. The ranges
+    /// stay `part_size` long, so the bytes in flight on the network are what they were, but the
+    /// memory held is `parts_in_flight × 2 × DOWNLOAD_CHUNK` (8 MiB by default) instead of a whole
+    /// part per range. One write to the file runs at a time.
     async fn download_to(
         &self,
         target: &Target<'_>,
@@ -841,6 +842,7 @@ impl Client {
                 0,
             )),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
+            write_turn: std::sync::Mutex::new(()),
         });
         let mut workers = JoinSet::new();
         for _ in 0..options.parts_in_flight {
@@ -935,11 +937,11 @@ impl Client {
     }
 }
 
-/// The block a streamed download range passes through: 2 MiB, a quarter of a default part, so that
-/// four ranges in flight hold 8 MiB instead of 32 (a 2 GiB download to tmpfs: 15 MiB peak RSS
-/// against 46, CPU per GiB no higher; BENCHMARKS.md, "Download to a file"), with few enough
-/// file writes per GiB (512) that handing each to the blocking pool costs nothing measurable.
-pub(crate) const DOWNLOAD_CHUNK: usize = 2 * 1024 * 1024;
+/// The blocks a streamed download range passes through, two per range in flight: 1 MiB each, so
+/// that four ranges in flight hold 8 MiB instead of a whole 8 MiB part each (a 4 GiB download to
+/// tmpfs: 13 MiB peak RSS; BENCHMARKS.md, "Download to a file"), with few enough file writes per
+/// GiB (1,024) that handing each to the blocking pool costs nothing measurable.
+pub(crate) const DOWNLOAD_CHUNK: usize = 1024 * 1024;
 
 /// What the workers of one streamed download attempt share.
 struct StreamedDownload {
@@ -956,6 +958,8 @@ struct StreamedDownload {
     /// The ranges not yet taken, and the index of the next.
     ranges: std::sync::Mutex<(Ranges, u64)>,
     crc: std::sync::Mutex<RangeCrcs>,
+    /// Held by the one write to the file at a time (see `ChunkWriter::write`).
+    write_turn: std::sync::Mutex<()>,
 }
 
 impl StreamedDownload {
@@ -969,13 +973,35 @@ impl StreamedDownload {
 }
 
 /// One worker of a streamed download: ranges one after another on one connection, each read
-/// through the worker's one block into the file at its offset.
+/// through the worker's two blocks into the file at its offset.
+///
+/// The worker fills one block from the socket, summing each read as it lands (the bytes are still
+/// in the CPU's cache), hands it to a blocking write and fills the other meanwhile, so the socket
+/// and the file are busy at once. A worker holds at most two blocks and one write in flight.
 async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()> {
     // The block is taken with the first range: a worker that finds no range holds none.
-    let Some(mut range) = job.next_range() else {
+    let Some(first) = job.next_range() else {
         return Ok(());
     };
-    let mut block = client.buffer_pool().get(job.chunk).await?;
+    let block = client.buffer_pool().get(job.chunk).await?;
+    let mut writer = ChunkWriter {
+        job: Arc::clone(&job),
+        pending: None,
+    };
+    let streamed = stream_ranges_through(&client, &job, first, block, &mut writer).await;
+    // The last write is awaited even when a read failed, so that no write to the file outlives
+    // the attempt.
+    let written = writer.finish().await;
+    streamed.and(written)
+}
+
+async fn stream_ranges_through(
+    client: &Client,
+    job: &StreamedDownload,
+    mut range: (u64, u64, u64),
+    mut block: PooledBlock,
+    writer: &mut ChunkWriter,
+) -> Result<()> {
     loop {
         let (index, offset, len) = range;
         let mut stream = client
@@ -997,9 +1023,12 @@ async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()>
                         ),
                     });
                 }
+                if let Some(sum) = &mut sum {
+                    sum.update(&block[filled..filled + n]);
+                }
                 filled += n;
             }
-            (block, sum) = write_chunk(&job.file, &job.temp, at, block, filled, sum).await?;
+            block = writer.write(client, block, at, filled).await?;
             at += filled as u64;
             if let Some(progress) = &job.progress {
                 progress.add(filled as u64);
@@ -1017,6 +1046,79 @@ async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()>
         match job.next_range() {
             Some(next) => range = next,
             None => return Ok(()),
+        }
+    }
+}
+
+/// A streamed-download worker's file writes: at most one in flight, on the blocking pool.
+struct ChunkWriter {
+    job: Arc<StreamedDownload>,
+    /// The write in flight; it gives its block back.
+    pending: Option<tokio::task::JoinHandle<std::io::Result<PooledBlock>>>,
+}
+
+impl ChunkWriter {
+    /// Starts writing `block[..len]` at `offset` and returns the block to fill next: the one the
+    /// previous write gave back (waiting for it), or on the first write a second block.
+    ///
+    /// The second block is taken only if the memory budget has room now: a worker waiting for it
+    /// while holding its first could wait forever on workers doing the same. Without it the worker
+    /// waits for each write before reading on, as with a single block.
+    async fn write(
+        &mut self,
+        client: &Client,
+        block: PooledBlock,
+        offset: u64,
+        len: usize,
+    ) -> Result<PooledBlock> {
+        let next = match self.pending.take() {
+            Some(pending) => self.join(pending).await?,
+            None => match client.buffer_pool().try_get(self.job.chunk) {
+                Ok(second) => second,
+                Err(_) => {
+                    let pending = self.spawn(block, offset, len);
+                    return self.join(pending).await;
+                }
+            },
+        };
+        self.pending = Some(self.spawn(block, offset, len));
+        Ok(next)
+    }
+
+    fn spawn(
+        &self,
+        block: PooledBlock,
+        offset: u64,
+        len: usize,
+    ) -> tokio::task::JoinHandle<std::io::Result<PooledBlock>> {
+        let job = Arc::clone(&self.job);
+        tokio::task::spawn_blocking(move || {
+            use std::os::unix::fs::FileExt;
+            // One writer at a time: concurrent writes to one file contend for its inode lock, which
+            // the kernel spins on (a fifth of a 4-way download's CPU to tmpfs); here a waiter sleeps.
+            let _turn = job.write_turn.lock().unwrap_or_else(|e| e.into_inner());
+            job.file.write_all_at(&block[..len], offset)?;
+            Ok(block)
+        })
+    }
+
+    async fn join(
+        &self,
+        pending: tokio::task::JoinHandle<std::io::Result<PooledBlock>>,
+    ) -> Result<PooledBlock> {
+        pending
+            .await
+            .map_err(|e| Error::UnexpectedResponse {
+                what: format!("file write task failed: {e}"),
+            })?
+            .map_err(|e| file_error(&self.job.temp, "writing", e))
+    }
+
+    /// Waits for the write in flight.
+    async fn finish(mut self) -> Result<()> {
+        match self.pending.take() {
+            Some(pending) => self.join(pending).await.map(drop),
+            None => Ok(()),
         }
     }
 }

@@ -131,10 +131,37 @@ async fn transfers_stay_within_the_memory_budget() {
         let m = budget.metrics();
         assert!(m.peak_reserved_bytes <= 16 * MIB, "{m:?}");
         assert!(m.waits > 0, "the budget never made a part wait: {m:?}");
-        // One block per part up (5 of 8 MiB), one per download worker that found a range (5 of
-        // 2 MiB: the 6th finds none). While parts wait, returned blocks are freed rather than
-        // cached (the pool never makes anyone wait for its cache), so some are allocated anew.
-        assert_eq!(m.pool_blocks_allocated + m.pool_hits, 10, "{m:?}");
+        // One block per part up (5 of 8 MiB), two per download worker that found a range (5 × 2
+        // of 1 MiB: the 6th finds none; each fills one while the other is written). While parts
+        // wait, returned blocks are freed rather than cached (the pool never makes anyone wait for
+        // its cache), so some are allocated anew.
+        assert_eq!(m.pool_blocks_allocated + m.pool_hits, 15, "{m:?}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_download_whose_budget_holds_one_block_per_worker_completes() {
+    bounded(STEP, async {
+        // Four workers take one 1 MiB block each and fill the budget: none may wait for a second
+        // block while holding its first, or all four would wait for ever.
+        let budget = brisk_mem::MemoryBudget::new(4 * MIB);
+        let c = builder().memory_budget(budget.clone()).build().unwrap();
+        let bucket = new_bucket(&c, "onebuffer").await;
+        let body = pattern(22 * MIB + 5, 13);
+        c.put(&bucket, "k", &body).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        let options = TransferOptions {
+            part_size: 5 * MIB,
+            parts_in_flight: 4,
+            ..TransferOptions::default()
+        };
+        c.download(&bucket, "k", &target, options).await.unwrap();
+        assert!(std::fs::read(&target).unwrap() == body);
+        let m = budget.metrics();
+        assert!(m.peak_reserved_bytes <= 4 * MIB, "{m:?}");
+        assert_eq!(m.pool_blocks_allocated, 4, "one block per worker: {m:?}");
     })
     .await;
 }
