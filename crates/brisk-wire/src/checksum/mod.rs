@@ -17,6 +17,7 @@
 
 mod algorithm;
 mod checksummer;
+mod combine;
 pub(crate) mod engine;
 mod md5;
 mod multipart;

@@ -5,7 +5,7 @@
 //!   whole.
 //! * **Full object** (CRC32, CRC32C, CRC64NVME): the CRC of the whole object, combined from the parts'
 //!   CRCs and lengths without reading the data again (CRCs are linear: `crc(A‖B)` follows from `crc(A)`,
-//!   `crc(B)` and `len(B)`; `crc-fast` does it in O(log len) with its `checksum_combine`). This is what S3
+//!   `crc(B)` and `len(B)`, in O(log len) by `checksum/combine.rs`). This is what S3
 //!   uses for CRC64NVME and what lets a downloader verify a multipart object end to end.
 
 use std::fmt;
@@ -111,11 +111,11 @@ impl FullObjectCrc {
     pub fn push_part(&mut self, part: &ChecksumValue, part_len: u64) -> Result<(), ChecksumError> {
         check_algorithm(self.algorithm, part)?;
         let part_crc = part.as_crc().expect("CRC algorithm checked");
-        let params = crc_params(self.algorithm).expect("CRC algorithm checked in new");
         self.crc = if self.len == 0 {
             part_crc
         } else {
-            crc_fast::checksum_combine(params, self.crc, part_crc, part_len)
+            super::combine::combine(self.algorithm, self.crc, part_crc, part_len)
+                .expect("CRC algorithm checked in new")
         };
         self.len += part_len;
         Ok(())
