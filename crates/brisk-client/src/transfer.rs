@@ -832,15 +832,16 @@ impl Client {
             chunk: DOWNLOAD_CHUNK.min(options.part_size),
             algorithm: check.algorithm(),
             progress: options.progress.clone().filter(|_| count),
-            ranges: std::sync::Mutex::new((
-                Ranges {
+            parts: std::sync::Mutex::new(PartQueue {
+                ranges: Ranges {
                     size,
                     step: options.part_size as u64,
                     boundary: check.part_size(),
                     next: 0,
                 },
-                0,
-            )),
+                index: 0,
+                span_parts: span_parts(size, options.part_size as u64, options.parts_in_flight),
+            }),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
             write_turn: std::sync::Mutex::new(()),
         });
@@ -943,6 +944,22 @@ impl Client {
 /// GiB (1,024) that handing each to the blocking pool costs nothing measurable.
 pub(crate) const DOWNLOAD_CHUNK: usize = 1024 * 1024;
 
+/// How much one GET of a streamed download asks for, at most: consecutive parts up to 64 MiB
+/// (8 default parts), so that a 4 GiB download is 64 requests instead of 512. Each request costs
+/// the server a lookup and the client a round trip before its first byte; on MinIO the 512 cost
+/// more server CPU than the bytes' own transfer did (BENCHMARKS.md, "Download to a file").
+pub(crate) const DOWNLOAD_SPAN: u64 = 64 * 1024 * 1024;
+
+/// Parts per GET: as many as fit in [`DOWNLOAD_SPAN`], but no more than an even share of the
+/// object among the workers, so that a small object still spreads over them; at least one.
+fn span_parts(size: u64, part_size: u64, workers: usize) -> u64 {
+    let part_size = part_size.max(1);
+    let parts = size.div_ceil(part_size);
+    (DOWNLOAD_SPAN / part_size)
+        .min(parts / workers.max(1) as u64)
+        .max(1)
+}
+
 /// What the workers of one streamed download attempt share.
 struct StreamedDownload {
     bucket: String,
@@ -955,20 +972,63 @@ struct StreamedDownload {
     algorithm: Option<ChecksumAlgorithm>,
     /// Where progress is counted, on the attempt that counts it.
     progress: Option<TransferProgress>,
-    /// The ranges not yet taken, and the index of the next.
-    ranges: std::sync::Mutex<(Ranges, u64)>,
+    /// The parts not yet taken.
+    parts: std::sync::Mutex<PartQueue>,
     crc: std::sync::Mutex<RangeCrcs>,
     /// Held by the one write to the file at a time (see `ChunkWriter::write`).
     write_turn: std::sync::Mutex<()>,
 }
 
 impl StreamedDownload {
-    fn next_range(&self) -> Option<(u64, u64, u64)> {
-        let mut guard = self.ranges.lock().unwrap_or_else(|e| e.into_inner());
-        let (ranges, index) = &mut *guard;
-        let (offset, len) = ranges.next()?;
-        *index += 1;
-        Some((*index - 1, offset, len))
+    fn next_span(&self) -> Option<(u64, u64, u64)> {
+        self.parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next_span()
+    }
+
+    fn parts_of(&self, offset: u64, len: u64) -> Ranges {
+        self.parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .parts_of(offset, len)
+    }
+}
+
+/// A streamed download's parts (`part_size` ranges, cut at the stored parts' boundaries) not yet
+/// taken, handed out a span of consecutive parts at a time.
+struct PartQueue {
+    ranges: Ranges,
+    /// The index of the next part.
+    index: u64,
+    /// How many consecutive parts one GET asks for (see [`DOWNLOAD_SPAN`]).
+    span_parts: u64,
+}
+
+impl PartQueue {
+    /// The next span: the index of its first part, its offset and its length.
+    fn next_span(&mut self) -> Option<(u64, u64, u64)> {
+        let (offset, mut len) = self.ranges.next()?;
+        let first = self.index;
+        self.index += 1;
+        while self.index - first < self.span_parts {
+            let Some((_, more)) = self.ranges.next() else {
+                break;
+            };
+            len += more;
+            self.index += 1;
+        }
+        Some((first, offset, len))
+    }
+
+    /// The parts of the span at `offset`, `len` bytes long, one by one: the ones
+    /// [`next_span`](Self::next_span) joined into it.
+    fn parts_of(&self, offset: u64, len: u64) -> Ranges {
+        Ranges {
+            size: offset + len,
+            next: offset,
+            ..self.ranges
+        }
     }
 }
 
@@ -980,7 +1040,7 @@ impl StreamedDownload {
 /// and the file are busy at once. A worker holds at most two blocks and one write in flight.
 async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()> {
     // The block is taken with the first range: a worker that finds no range holds none.
-    let Some(first) = job.next_range() else {
+    let Some(first) = job.next_span() else {
         return Ok(());
     };
     let block = client.buffer_pool().get(job.chunk).await?;
@@ -998,53 +1058,58 @@ async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()>
 async fn stream_ranges_through(
     client: &Client,
     job: &StreamedDownload,
-    mut range: (u64, u64, u64),
+    mut span: (u64, u64, u64),
     mut block: PooledBlock,
     writer: &mut ChunkWriter,
 ) -> Result<()> {
     loop {
-        let (index, offset, len) = range;
+        let (mut index, offset, len) = span;
         let mut stream = client
             .get_range_stream(&job.bucket, &job.key, &job.etag, offset, len)
             .await?;
-        let mut sum = job.algorithm.map(Checksummer::new);
-        let end = offset + len;
-        let mut at = offset;
-        while at < end {
-            let want = (end - at).min(job.chunk as u64) as usize;
-            let mut filled = 0;
-            while filled < want {
-                let n = stream.read(&mut block[filled..want]).await?;
-                if n == 0 {
-                    return Err(Error::UnexpectedResponse {
-                        what: format!(
-                            "range at {offset} ended after {} of {len} bytes",
-                            at - offset + filled as u64
-                        ),
-                    });
+        // Each part is summed on its own: the parts' CRCs are what the object's checksum is
+        // rebuilt from.
+        for (part_offset, part_len) in job.parts_of(offset, len) {
+            let mut sum = job.algorithm.map(Checksummer::new);
+            let end = part_offset + part_len;
+            let mut at = part_offset;
+            while at < end {
+                let want = (end - at).min(job.chunk as u64) as usize;
+                let mut filled = 0;
+                while filled < want {
+                    let n = stream.read(&mut block[filled..want]).await?;
+                    if n == 0 {
+                        return Err(Error::UnexpectedResponse {
+                            what: format!(
+                                "range at {offset} ended after {} of {len} bytes",
+                                at - offset + filled as u64
+                            ),
+                        });
+                    }
+                    if let Some(sum) = &mut sum {
+                        sum.update(&block[filled..filled + n]);
+                    }
+                    filled += n;
                 }
-                if let Some(sum) = &mut sum {
-                    sum.update(&block[filled..filled + n]);
+                block = writer.write(client, block, at, filled).await?;
+                at += filled as u64;
+                if let Some(progress) = &job.progress {
+                    progress.add(filled as u64);
                 }
-                filled += n;
             }
-            block = writer.write(client, block, at, filled).await?;
-            at += filled as u64;
-            if let Some(progress) = &job.progress {
-                progress.add(filled as u64);
-            }
+            job.crc.lock().unwrap_or_else(|e| e.into_inner()).landed(
+                index,
+                sum.map(Checksummer::finalize),
+                part_offset,
+                part_len,
+            );
+            index += 1;
         }
         // The end of the stream gives its connection back to the pool.
         let rest = stream.read(&mut block[..1]).await?;
         debug_assert_eq!(rest, 0);
-        job.crc.lock().unwrap_or_else(|e| e.into_inner()).landed(
-            index,
-            sum.map(Checksummer::finalize),
-            offset,
-            len,
-        );
-        match job.next_range() {
-            Some(next) => range = next,
+        match job.next_span() {
+            Some(next) => span = next,
             None => return Ok(()),
         }
     }
@@ -1336,8 +1401,9 @@ impl Iterator for Ranges {
 
 /// The CRCs of a download's ranges, combined in range order as they land in any order: into one
 /// CRC of the whole object, or into one CRC per part whose CRCs make the composite checksum.
-/// Ranges land at most a window (twice the ranges in flight) out of order, so the ranges waiting
-/// for an earlier one are few whatever the object's size.
+/// Ranges land at most a window out of order (twice the ranges in flight for Azure; the parts of
+/// one span per worker for S3, 32 by default), so the ranges waiting for an earlier one are few
+/// whatever the object's size.
 struct RangeCrcs {
     /// The CRC of the bytes combined so far (of the current part, for a composite).
     combined: Option<FullObjectCrc>,
@@ -1536,5 +1602,69 @@ fn file_error(path: &Path, doing: &str, source: std::io::Error) -> Error {
     Error::File {
         what: format!("{doing} {}", path.display()),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn a_span_is_up_to_64_mib_of_parts_and_an_even_share_at_most() {
+        assert_eq!(
+            span_parts(4096 * MIB, 8 * MIB, 4),
+            8,
+            "64 MiB of 8 MiB parts"
+        );
+        assert_eq!(
+            span_parts(40 * MIB, 8 * MIB, 4),
+            1,
+            "5 parts over 4 workers"
+        );
+        assert_eq!(
+            span_parts(100 * MIB, 8 * MIB, 4),
+            3,
+            "13 parts over 4 workers"
+        );
+        assert_eq!(
+            span_parts(4096 * MIB, 100 * MIB, 4),
+            1,
+            "a part larger than a span"
+        );
+        assert_eq!(span_parts(0, 8 * MIB, 4), 1);
+        assert!(span_parts(10, 0, 0) >= 1, "no division by zero");
+    }
+
+    #[test]
+    fn spans_split_back_into_exactly_the_parts_they_joined() {
+        // 8 MiB steps cut at 5 MiB stored parts: the parts are uneven, and spans must still cover
+        // them in order, each part once, with consecutive indices.
+        let size = 97 * MIB + 3;
+        let ranges = Ranges {
+            size,
+            step: 8 * MIB,
+            boundary: Some(5 * MIB),
+            next: 0,
+        };
+        let expected: Vec<(u64, u64)> = Ranges { ..ranges }.collect();
+        let mut queue = PartQueue {
+            ranges,
+            index: 0,
+            span_parts: 3,
+        };
+        let mut seen = Vec::new();
+        let mut spans = 0;
+        while let Some((first, offset, len)) = queue.next_span() {
+            assert_eq!(first, seen.len() as u64, "indices run on from span to span");
+            let parts: Vec<_> = queue.parts_of(offset, len).collect();
+            assert!(!parts.is_empty() && parts.len() <= 3, "{parts:?}");
+            assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), len);
+            seen.extend(parts);
+            spans += 1;
+        }
+        assert_eq!(seen, expected);
+        assert_eq!(spans, expected.len().div_ceil(3));
     }
 }
