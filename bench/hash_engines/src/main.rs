@@ -1,4 +1,5 @@
-//! MD5 and SHA-256 implementations, and the server's per-buffer hashing order, compared on this host.
+//! MD5 and SHA-256 implementations, and the server's hashing order (per buffer, per 64-byte block),
+//! compared on this host.
 //!
 //! Each candidate streams a buffer through one hasher `reps` times (256 MiB in all): an 8 MiB buffer
 //! (larger than L2, so it streams from L3/memory) and a 256 KiB one (the server's read buffer, L2-hot).
@@ -105,6 +106,31 @@ fn three_strided(d: &[u8], _: &[[u8; 64]], n: usize) -> u8 {
     s[0] as u8 ^ m.finalize()[0] ^ c.finalize() as u8
 }
 
+/// MD5 (assembly) and SHA-256 (sha2, SHA-NI) over the same bytes: one whole buffer after the other.
+fn md5_sha_in_turn(d: &[u8], b: &[[u8; 64]], n: usize) -> u8 {
+    use sha2::Digest;
+    let (mut s, mut h) = (MD5_INIT, sha2::Sha256::new());
+    for _ in 0..n {
+        md5_asm::compress(&mut s, b);
+        h.update(d);
+    }
+    s[0] as u8 ^ h.finalize()[0]
+}
+
+/// The same, one 64-byte block of each in turn (what the server does): the CPU runs the SHA-256
+/// rounds while MD5's serial chain waits.
+fn md5_sha_interleaved(d: &[u8], b: &[[u8; 64]], n: usize) -> u8 {
+    use sha2::Digest;
+    let (mut s, mut h) = (MD5_INIT, sha2::Sha256::new());
+    for _ in 0..n {
+        for (block, bytes) in b.iter().zip(d.chunks_exact(64)) {
+            md5_asm::compress(&mut s, std::slice::from_ref(block));
+            h.update(bytes);
+        }
+    }
+    s[0] as u8 ^ h.finalize()[0]
+}
+
 fn main() {
     let candidates: &[(&str, Run)] = &[
         ("MD5: md-5 0.10 (portable)", md5_soft),
@@ -118,6 +144,8 @@ fn main() {
         ("CRC32: crc-fast 1", crc32),
         ("MD5+SHA-256+CRC32, in turn", three_in_turn),
         ("MD5+SHA-256+CRC32, 16 KiB strides", three_strided),
+        ("MD5+SHA-256, whole buffer in turn", md5_sha_in_turn),
+        ("MD5+SHA-256, interleaved (64-byte turns)", md5_sha_interleaved),
     ];
     let big: Vec<u8> = (0..8usize << 20)
         .map(|i| (i * 31 + (i >> 9)) as u8)

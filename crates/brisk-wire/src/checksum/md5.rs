@@ -34,6 +34,12 @@ impl Md5 {
         Md5Digest(self.0.finalize_reset().into())
     }
 
+    /// The hasher behind this one, for feeding it beside another (see
+    /// `engine::update_md5_and_sha256`).
+    pub(crate) fn engine_mut(&mut self) -> &mut super::engine::Md5 {
+        &mut self.0
+    }
+
     /// One-shot convenience: the digest of `data`.
     pub fn digest(data: &[u8]) -> Md5Digest {
         let mut hasher = Self::new();

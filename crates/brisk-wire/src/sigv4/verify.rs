@@ -115,6 +115,13 @@ impl PayloadHashVerifier {
         self.hasher.update(data);
     }
 
+    /// Feeds the next body bytes to this verifier and to `md5`, block by block in turn: cheaper
+    /// than one after the other, because the CPU overlaps the two (see
+    /// `checksum::engine::update_md5_and_sha256`).
+    pub fn update_with_md5(&mut self, md5: &mut crate::checksum::Md5, data: &[u8]) {
+        crate::checksum::engine::update_md5_and_sha256(md5.engine_mut(), &mut self.hasher, data);
+    }
+
     /// Checks the whole body: `XAmzContentSHA256Mismatch` when it differs.
     pub fn finish(self) -> Result<(), AuthError> {
         let computed: [u8; 32] = self.hasher.finalize().into();
