@@ -7,9 +7,9 @@
 //! so paid from its memory budget; a part waits for its block when the budget is full. At most
 //! `parts_in_flight` parts are in flight, so an upload holds at most
 //! `parts_in_flight × block_size(part_size)` bytes of buffers (4 × 8 MiB = 32 MiB by default),
-//! whatever the file's size. A download from S3 streams each `part_size` range through two blocks
-//! of `DOWNLOAD_CHUNK` (1 MiB), one filling while the other is written: `parts_in_flight × 2 MiB`
-//! (8 MiB by default), while the bytes in flight on the network stay `parts_in_flight × part_size`. Azure
+//! whatever the file's size. A download from S3 streams `parts_in_flight` GETs at a time (each a
+//! span of up to 64 MiB of `part_size` ranges) through two blocks of `DOWNLOAD_CHUNK` (1 MiB) per
+//! GET, one filling while the other is written: `parts_in_flight × 2 MiB` (8 MiB by default). Azure
 //! downloads hold each range whole (one block per range in flight and one being written, see
 //! [`crate::batch`]), to check it against the MD5 the service sends for it. Blocks are recycled
 //! through the pool's free lists, so a long transfer allocates its blocks once.
@@ -778,9 +778,9 @@ impl Client {
     /// over the bytes written.
     ///
     /// S3: `parts_in_flight` workers, each with one connection and two pooled blocks of
-    /// [`DOWNLOAD_CHUNK`] bytes, take the next range, stream it through the blocks (socket → block,
-    /// summed as it lands; block → file while the other block fills) and take the next. The ranges
-    /// stay `part_size` long, so the bytes in flight on the network are what they were, but the
+    /// [`DOWNLOAD_CHUNK`] bytes, take the next span of consecutive `part_size` ranges (up to
+    /// [`DOWNLOAD_SPAN`]), stream it with one GET through the blocks (socket → block, summed range
+    /// by range as it lands; block → file while the other block fills) and take the next. The
     /// memory held is `parts_in_flight × 2 × DOWNLOAD_CHUNK` (8 MiB by default) instead of a whole
     /// part per range. One write to the file runs at a time.
     async fn download_to(
