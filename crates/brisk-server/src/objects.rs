@@ -194,6 +194,15 @@ pub enum RangeRequest {
     Suffix(u64),
 }
 
+/// A byte position as RFC 9110 writes one: ASCII digits only. `u64::from_str` also takes a leading
+/// `+`, which would make `bytes=+0-+9` a range; S3 serves the whole object for it.
+fn digits(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 impl RangeRequest {
     /// Parses a `Range` field. Forms S3 ignores (other units, several ranges, garbage) give `None`:
     /// the whole object is served.
@@ -205,13 +214,13 @@ impl RangeRequest {
         let (first, last) = spec.split_once('-')?;
         let (first, last) = (first.trim(), last.trim());
         if first.is_empty() {
-            return last.parse().ok().map(Self::Suffix);
+            return digits(last).map(Self::Suffix);
         }
-        let first = first.parse().ok()?;
+        let first = digits(first)?;
         let last = if last.is_empty() {
             None
         } else {
-            Some(last.parse().ok()?)
+            Some(digits(last)?)
         };
         if last.is_some_and(|l| l < first) {
             return None;
@@ -390,6 +399,12 @@ mod tests {
         assert_eq!(RangeRequest::parse("bytes=5-1"), None);
         assert_eq!(RangeRequest::parse("items=0-1"), None);
         assert_eq!(RangeRequest::parse("bytes=0-1,5-6"), None);
+        // Signs are not digits: these ask for nothing S3 recognises, so the whole object is served.
+        assert_eq!(RangeRequest::parse("bytes=+0-+9"), None);
+        assert_eq!(RangeRequest::parse("bytes=+0-9"), None);
+        assert_eq!(RangeRequest::parse("bytes=0-+9"), None);
+        assert_eq!(RangeRequest::parse("bytes=-+5"), None);
+        assert_eq!(RangeRequest::parse("bytes=0x1-9"), None);
         assert_eq!(
             RangeRequest::parse("bytes=0-")
                 .unwrap()
