@@ -6,6 +6,7 @@
 use percent_encoding::percent_decode_str;
 
 use crate::error::S3Error;
+use brisk_wire::S3ErrorCode;
 
 /// The S3 operations the server implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,6 +160,14 @@ pub fn route(
             }
         }
     };
+    // `//key`: a key with no bucket before it. Without this it would read as the service
+    // (`GET` would list the buckets).
+    if bucket.is_empty() && !key.is_empty() {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidBucketName,
+            "The specified bucket is not valid: the path has a key but no bucket",
+        ));
+    }
     if let Some(name) = UNSUPPORTED_SUBRESOURCES.iter().find(|s| query.has(s)) {
         return Err(S3Error::not_implemented(format!(
             "the ?{name} sub-resource is not implemented"
@@ -222,7 +231,6 @@ fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use brisk_wire::S3ErrorCode;
 
     fn op(method: &str, target: &str) -> Operation {
         route(method, target, Some("127.0.0.1:9000"), "localhost", false)
@@ -258,6 +266,19 @@ mod tests {
         );
         assert_eq!(op("GET", "/b/k?uploadId=x"), Operation::ListParts);
         assert_eq!(op("GET", "/b/k?x-id=GetObject"), Operation::GetObject);
+    }
+
+    #[test]
+    fn a_key_without_a_bucket_is_refused_not_read_as_the_service() {
+        for target in ["//foo", "//foo/bar", "/%2Ffoo"] {
+            let err = route("GET", target, None, "localhost", false).unwrap_err();
+            assert_eq!(
+                (err.status, err.code),
+                (400, S3ErrorCode::InvalidBucketName),
+                "{target}"
+            );
+        }
+        assert_eq!(op("GET", "/"), Operation::ListBuckets);
     }
 
     #[test]
