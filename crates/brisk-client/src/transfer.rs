@@ -782,7 +782,7 @@ impl Client {
     /// [`DOWNLOAD_SPAN`]), stream it with one GET through the blocks (socket → block, summed range
     /// by range as it lands; block → file while the other block fills) and take the next. The
     /// memory held is `parts_in_flight × 2 × DOWNLOAD_CHUNK` (8 MiB by default) instead of a whole
-    /// part per range. One write to the file runs at a time.
+    /// part per range. One thread makes the writes to the file, in turn.
     async fn download_to(
         &self,
         target: &Target<'_>,
@@ -823,11 +823,11 @@ impl Client {
         count: bool,
     ) -> Result<Computed> {
         let size = target.size;
+        let (writes, writer) = start_file_writer(Arc::clone(file));
         let job = Arc::new(StreamedDownload {
             bucket: target.bucket.to_owned(),
             key: target.key.to_owned(),
             etag: target.etag.to_owned(),
-            file: Arc::clone(file),
             temp: temp.to_owned(),
             chunk: DOWNLOAD_CHUNK.min(options.part_size),
             algorithm: check.algorithm(),
@@ -843,7 +843,7 @@ impl Client {
                 span_parts: span_parts(size, options.part_size as u64, options.parts_in_flight),
             }),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
-            write_turn: std::sync::Mutex::new(()),
+            writes,
         });
         let mut workers = JoinSet::new();
         for _ in 0..options.parts_in_flight {
@@ -858,6 +858,11 @@ impl Client {
         // Every worker has ended and dropped its handle: the job is this function's alone.
         let job = Arc::into_inner(job).expect("the workers have ended");
         let crc = job.crc.into_inner().unwrap_or_else(|e| e.into_inner());
+        // Dropping the job's sender ends the writer, whose writes the workers have all awaited.
+        drop(job.writes);
+        writer.await.map_err(|e| Error::UnexpectedResponse {
+            what: format!("file writer failed: {e}"),
+        })?;
         Ok(crc.finish())
     }
 
@@ -965,7 +970,6 @@ struct StreamedDownload {
     bucket: String,
     key: String,
     etag: String,
-    file: Arc<std::fs::File>,
     temp: PathBuf,
     /// The size of each worker's block.
     chunk: usize,
@@ -975,8 +979,8 @@ struct StreamedDownload {
     /// The parts not yet taken.
     parts: std::sync::Mutex<PartQueue>,
     crc: std::sync::Mutex<RangeCrcs>,
-    /// Held by the one write to the file at a time (see `ChunkWriter::write`).
-    write_turn: std::sync::Mutex<()>,
+    /// The download's one file writer (see [`start_file_writer`]).
+    writes: std::sync::mpsc::Sender<FileWrite>,
 }
 
 impl StreamedDownload {
@@ -1115,11 +1119,46 @@ async fn stream_ranges_through(
     }
 }
 
-/// A streamed-download worker's file writes: at most one in flight, on the blocking pool.
+/// One positioned write for a download's file writer; the block comes back through `done`.
+struct FileWrite {
+    block: PooledBlock,
+    offset: u64,
+    len: usize,
+    done: tokio::sync::oneshot::Sender<std::io::Result<PooledBlock>>,
+}
+
+/// Starts a download's file writer: one thread of the blocking pool that makes the writes sent to
+/// it, in turn, until every sender is dropped.
+///
+/// One writer, not one blocking task per write: concurrent writes to one file contend for its
+/// inode lock, which the kernel spins on (a fifth of a 4-way download's CPU to tmpfs), and a task
+/// per write cost about seven futex calls per 1 MiB written (scheduling it, the turn it waited
+/// for, waking its awaiter) where a queue costs two.
+fn start_file_writer(
+    file: Arc<std::fs::File>,
+) -> (
+    std::sync::mpsc::Sender<FileWrite>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (writes, queue) = std::sync::mpsc::channel::<FileWrite>();
+    let writer = tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::FileExt;
+        for write in queue {
+            let written = file
+                .write_all_at(&write.block[..write.len], write.offset)
+                .map(|()| write.block);
+            // A worker that has gone (its attempt failed) no longer wants its block back.
+            let _ = write.done.send(written);
+        }
+    });
+    (writes, writer)
+}
+
+/// A streamed-download worker's side of the file writer: at most one of its writes in flight.
 struct ChunkWriter {
     job: Arc<StreamedDownload>,
     /// The write in flight; it gives its block back.
-    pending: Option<tokio::task::JoinHandle<std::io::Result<PooledBlock>>>,
+    pending: Option<tokio::sync::oneshot::Receiver<std::io::Result<PooledBlock>>>,
 }
 
 impl ChunkWriter {
@@ -1141,40 +1180,48 @@ impl ChunkWriter {
             None => match client.buffer_pool().try_get(self.job.chunk) {
                 Ok(second) => second,
                 Err(_) => {
-                    let pending = self.spawn(block, offset, len);
+                    let pending = self.send(block, offset, len)?;
                     return self.join(pending).await;
                 }
             },
         };
-        self.pending = Some(self.spawn(block, offset, len));
+        self.pending = Some(self.send(block, offset, len)?);
+        // The write handed off before is often done by now, and a socket with data waiting does
+        // not yield either: without this a download on a current-thread runtime could run through
+        // a whole span before anything else ran (or before a drop could take effect).
+        tokio::task::yield_now().await;
         Ok(next)
     }
 
-    fn spawn(
+    fn send(
         &self,
         block: PooledBlock,
         offset: u64,
         len: usize,
-    ) -> tokio::task::JoinHandle<std::io::Result<PooledBlock>> {
-        let job = Arc::clone(&self.job);
-        tokio::task::spawn_blocking(move || {
-            use std::os::unix::fs::FileExt;
-            // One writer at a time: concurrent writes to one file contend for its inode lock, which
-            // the kernel spins on (a fifth of a 4-way download's CPU to tmpfs); here a waiter sleeps.
-            let _turn = job.write_turn.lock().unwrap_or_else(|e| e.into_inner());
-            job.file.write_all_at(&block[..len], offset)?;
-            Ok(block)
-        })
+    ) -> Result<tokio::sync::oneshot::Receiver<std::io::Result<PooledBlock>>> {
+        let (done, written) = tokio::sync::oneshot::channel();
+        self.job
+            .writes
+            .send(FileWrite {
+                block,
+                offset,
+                len,
+                done,
+            })
+            .map_err(|_| Error::UnexpectedResponse {
+                what: "the download's file writer has stopped".into(),
+            })?;
+        Ok(written)
     }
 
     async fn join(
         &self,
-        pending: tokio::task::JoinHandle<std::io::Result<PooledBlock>>,
+        pending: tokio::sync::oneshot::Receiver<std::io::Result<PooledBlock>>,
     ) -> Result<PooledBlock> {
         pending
             .await
-            .map_err(|e| Error::UnexpectedResponse {
-                what: format!("file write task failed: {e}"),
+            .map_err(|_| Error::UnexpectedResponse {
+                what: "the download's file writer has stopped".into(),
             })?
             .map_err(|e| file_error(&self.job.temp, "writing", e))
     }

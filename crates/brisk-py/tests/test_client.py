@@ -428,8 +428,10 @@ def test_a_callback_error_stops_the_transfer(client, bucket, tmp_path):
 
 
 def test_an_interrupted_download_leaves_no_temporary_file(server, client, bucket, tmp_path):
-    client.put(bucket, "big", payload(64 * MiB))
-    # 256 parts one after another: the first progress report (after 0.1 s) comes part way.
+    client.put(bucket, "big", payload(256 * MiB))
+    # One worker reads 256 MiB (four GETs of 64 MiB, each 256 parts of 256 KiB, each summed and
+    # written on its own): at about 1.5 GiB/s at best here, the first progress report (after 0.1 s)
+    # comes part way.
     slow = server.client(part_size="256KiB", parts_in_flight=1)
     out = tmp_path / "out"
     out.mkdir()
