@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use brisk_client::{
-    BatchOptions, ClientConfig, CopyOptions, Destination, Filled, ListOptions, PutOptions,
-    ReadRequest, TransferOptions, TransferProgress,
+    BatchOptions, ClientConfig, CopyOptions, Destination, Filled, ListOptions, PayloadSigning,
+    PutOptions, ReadRequest, TransferOptions, TransferProgress,
 };
 use brisk_mem::{BufferPool, ExactBuf, MAX_BLOCK_SIZE, MemoryBudget};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -403,7 +403,23 @@ fn batch_options(queue_depth: usize, connections: Option<usize>) -> PyResult<Bat
     Ok(options)
 }
 
-fn put_options(content_type: Option<String>, if_none_match: Option<&str>) -> PyResult<PutOptions> {
+/// `payload_signing="auto" | "signed" | "unsigned"`, as the CLI's `--payload-signing`.
+fn payload_signing_arg(choice: &str) -> PyResult<PayloadSigning> {
+    match choice {
+        "auto" => Ok(PayloadSigning::Auto),
+        "signed" => Ok(PayloadSigning::Signed),
+        "unsigned" => Ok(PayloadSigning::Unsigned),
+        other => Err(PyValueError::new_err(format!(
+            "payload_signing is \"auto\", \"signed\" or \"unsigned\", not {other:?}"
+        ))),
+    }
+}
+
+fn put_options(
+    content_type: Option<String>,
+    if_none_match: Option<&str>,
+    payload_signing: PayloadSigning,
+) -> PyResult<PutOptions> {
     let if_none_match_any = match if_none_match {
         None => false,
         Some("*") => true,
@@ -416,6 +432,7 @@ fn put_options(content_type: Option<String>, if_none_match: Option<&str>) -> PyR
     Ok(PutOptions {
         content_type,
         if_none_match_any,
+        payload_signing,
         ..PutOptions::default()
     })
 }
@@ -463,7 +480,7 @@ impl Client {
         secret_access_key=None, session_token=None, anonymous=false, max_memory=None,
         max_connections=None, connect_timeout=None, read_timeout=None, ca_bundle=None,
         addressing_style=None, part_size=None, parts_in_flight=None, pool_retention=None,
-        azure=false, azure_connection_string=None, azure_account=None, azure_key=None,
+        payload_signing=None, azure=false, azure_connection_string=None, azure_account=None, azure_key=None,
         azure_sas_token=None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -484,6 +501,7 @@ impl Client {
         part_size: Option<&Bound<'_, PyAny>>,
         parts_in_flight: Option<usize>,
         pool_retention: Option<&Bound<'_, PyAny>>,
+        payload_signing: Option<String>,
         azure: bool,
         azure_connection_string: Option<String>,
         azure_account: Option<String>,
@@ -602,6 +620,9 @@ impl Client {
         if let Some(n) = parts_in_flight {
             transfer.parts_in_flight = n;
         }
+        if let Some(choice) = payload_signing {
+            transfer.payload_signing = payload_signing_arg(&choice)?;
+        }
         let client = brisk_client::Client::new(config.clone()).map_err(py_err)?;
         Ok(Self {
             config,
@@ -665,6 +686,8 @@ impl Client {
         d.set_item("connections_discarded", m.connections_discarded)?;
         d.set_item("retries", m.retries)?;
         d.set_item("resumed_reads", m.resumed_reads)?;
+        d.set_item("file_bytes_read", m.file_bytes_read)?;
+        d.set_item("file_bytes_sent", m.file_bytes_sent)?;
         Ok(d)
     }
 
@@ -829,7 +852,7 @@ impl Client {
         content_type: Option<String>,
         if_none_match: Option<&str>,
     ) -> PyResult<PutResult> {
-        let options = put_options(content_type, if_none_match)?;
+        let options = put_options(content_type, if_none_match, self.transfer.payload_signing)?;
         let data = ReadableBuffer::get(data)?;
         let client = self.inner();
         let result = wait(py, client.put_with(bucket, key, data.as_slice(), &options))?;
@@ -1052,7 +1075,7 @@ impl Client {
         content_type: Option<String>,
         if_none_match: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = put_options(content_type, if_none_match)?;
+        let options = put_options(content_type, if_none_match, self.transfer.payload_signing)?;
         let data = ReadableBuffer::get(data)?;
         let client = self.inner();
         aio::spawn(

@@ -387,6 +387,29 @@ def test_upload_and_download_with_progress(client, bucket, tmp_path):
     assert client.download(bucket, "big", str(tmp_path / "plain.bin")) == len(data)
 
 
+def test_unsigned_uploads_send_a_file_from_the_page_cache(server, client, bucket, tmp_path):
+    src = tmp_path / "src.bin"
+    data = payload(20 * MiB + 3)
+    src.write_bytes(data)
+    # Over plain HTTP an unsigned upload sends each part's bytes from the page cache (sendfile),
+    # with its CRC32C as an aws-chunked trailer the server checks.
+    unsigned = server.client(payload_signing="unsigned")
+    result = unsigned.upload(src, bucket, "unsigned")
+    assert result.size == len(data) and result.parts == 3
+    sent = unsigned.metrics()
+    assert (sent["file_bytes_sent"], sent["file_bytes_read"]) == (len(data), len(data)), sent
+    assert bytes(client.get(bucket, "unsigned")) == data
+    # Signed (the default over plain HTTP) reads each part into a block to hash it first.
+    signed = server.client(payload_signing="signed")
+    signed.upload(src, bucket, "signed")
+    assert signed.metrics()["file_bytes_sent"] == 0
+    assert bytes(client.get(bucket, "signed")) == data
+    unsigned.put(bucket, "small", b"small and unsigned")
+    assert bytes(client.get(bucket, "small")) == b"small and unsigned"
+    with pytest.raises(ValueError, match="payload_signing"):
+        server.client(payload_signing="sometimes")
+
+
 def test_a_slow_progress_callback_does_not_stall_the_transfer(brisk_server, tmp_path):
     client = brisk_server.client()
     bucket = "slow-progress-" + os.urandom(4).hex()

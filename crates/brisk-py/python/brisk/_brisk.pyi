@@ -88,6 +88,13 @@ class Client:
     `pool_retention` bytes (default: a quarter of the budget), so a loop over batches does not fault
     its memory in again each time; kept blocks stay counted in `memory()["reserved"]`.
 
+    `payload_signing` says how `put` and `upload` protect the bytes they send: "auto" (the default)
+    signs the payload's SHA-256 over plain HTTP, where nothing else protects it, and sends it
+    unsigned over HTTPS; "signed" always signs; "unsigned" never does. Every upload also carries a
+    checksum (CRC32C) the server verifies. Unsigned over plain HTTP, `upload` sends a file's parts
+    from the page cache (`sendfile`) with the checksum as an aws-chunked trailer, the least CPU per
+    byte (BENCHMARKS.md, "Upload"). Any other value is a ValueError.
+
     Every call releases the GIL while it does I/O; one client may be shared by many threads. After
     `fork()` the child rebuilds the client's runtime and connections on first use.
 
@@ -119,6 +126,7 @@ class Client:
         part_size: int | str | None = None,
         parts_in_flight: int | None = None,
         pool_retention: int | str | None = None,
+        payload_signing: str | None = None,
         azure: bool = False,
         azure_connection_string: str | None = None,
         azure_account: str | None = None,
@@ -136,7 +144,8 @@ class Client:
         """The budget: `capacity`, `reserved`, `available` bytes, and `waiting` calls."""
     def metrics(self) -> dict[str, int]:
         """Counters since the client was built: `requests`, `connections_opened`,
-        `connections_reused`, `retries`, `resumed_reads`, ..."""
+        `connections_reused`, `retries`, `resumed_reads`, `file_bytes_read` (file bytes an upload
+        read into memory) and `file_bytes_sent` (file bytes the kernel sent from the page cache)."""
 
     # --- reads ---
     def get(self, bucket: str, key: str) -> Buffer:
