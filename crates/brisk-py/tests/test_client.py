@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import http.server
 import mmap
 import os
 import threading
@@ -450,22 +451,74 @@ def test_a_callback_error_stops_the_transfer(client, bucket, tmp_path):
         client.upload(src, bucket, "k", progress=boom)
 
 
-def test_an_interrupted_download_leaves_no_temporary_file(server, client, bucket, tmp_path):
-    client.put(bucket, "big", payload(256 * MiB))
-    # One worker reads 256 MiB (four GETs of 64 MiB, each 256 parts of 256 KiB, each summed and
-    # written on its own): at about 1.5 GiB/s at best here, the first progress report (after 0.1 s)
-    # comes part way.
-    slow = server.client(part_size="256KiB", parts_in_flight=1)
-    out = tmp_path / "out"
-    out.mkdir()
+class _SlowObjectHandler(http.server.BaseHTTPRequestHandler):
+    """Answers HEAD and ranged GETs for one object, sending 64 KiB every 5 ms (about 12 MiB/s), and
+    ignores the path, the signature and the preconditions: a stand-in that is slow by construction."""
 
-    def boom(done, total):
-        if done < total:
-            raise RuntimeError("stop here")
+    protocol_version = "HTTP/1.1"
+    body = payload(8 * MiB, 7)
 
-    with pytest.raises(RuntimeError, match="stop here"):
-        slow.download(bucket, "big", out / "big.bin", progress=boom)
-    assert list(out.iterdir()) == []
+    def log_message(self, *args):
+        pass
+
+    def _head(self, status, first, last):
+        self.send_response(status)
+        self.send_header("Content-Length", str(last - first + 1))
+        self.send_header("ETag", '"slow-object"')
+        self.send_header("Last-Modified", "Thu, 26 Nov 2026 12:00:00 GMT")
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {first}-{last}/{len(self.body)}")
+        self.end_headers()
+
+    def do_HEAD(self):
+        self._head(200, 0, len(self.body) - 1)
+
+    def do_GET(self):
+        first, last = 0, len(self.body) - 1
+        spec = self.headers.get("Range", "")
+        if spec.startswith("bytes="):
+            lo, _, hi = spec[len("bytes="):].partition("-")
+            first, last = int(lo), min(int(hi) if hi else last, last)
+        self._head(206 if spec else 200, first, last)
+        try:
+            for at in range(first, last + 1, 64 * 1024):
+                self.wfile.write(self.body[at:min(at + 64 * 1024, last + 1)])
+                time.sleep(0.005)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def test_an_interrupted_download_leaves_no_temporary_file(tmp_path):
+    # A progress callback that raises part way: the first report comes after 0.1 s, and the slow
+    # stand-in takes about 0.7 s to send the 8 MiB.
+    stand_in = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowObjectHandler)
+    threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+    try:
+        client = brisk.Client(
+            f"http://127.0.0.1:{stand_in.server_address[1]}",
+            access_key_id="a",
+            secret_access_key="b",
+            region="us-east-1",
+        )
+        out = tmp_path / "out"
+        out.mkdir()
+        reports = []
+
+        def boom(done, total):
+            reports.append((done, total))
+            if done < total:
+                raise RuntimeError("stop here")
+
+        with pytest.raises(RuntimeError, match="stop here"):
+            client.download("bucket", "slow", out / "slow.bin", progress=boom)
+        assert list(out.iterdir()) == []
+        assert len(reports) == 1 and 0 <= reports[0][0] < reports[0][1] == 8 * MiB, reports
+        # The stand-in serves a whole download when nothing interrupts it.
+        assert client.download("bucket", "slow", out / "whole.bin") == 8 * MiB
+        assert (out / "whole.bin").read_bytes() == _SlowObjectHandler.body
+    finally:
+        stand_in.shutdown()
+        stand_in.server_close()
 
 
 # ----- threads and asyncio ------------------------------------------------------------------------
