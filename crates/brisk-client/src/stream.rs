@@ -68,19 +68,10 @@ impl Client {
         let etag = response.header("etag").map(str::to_owned);
         let checksum = crate::integrity::stored_checksum(response.head())
             .map(|expected| (expected, Checksummer::new(expected.algorithm())));
-        Ok(ObjectStream {
-            client: self.clone(),
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
-            response: Some(response),
-            start: 0,
-            length,
-            received: 0,
-            etag,
-            checksum,
-            retry: RetryContext::new(self.config().retry),
-            backoff: Duration::ZERO,
-        })
+        let mut stream = ObjectStream::new(self, bucket, key, 0, length, etag);
+        stream.response = Some(response);
+        stream.checksum = checksum;
+        Ok(stream)
     }
 }
 
@@ -97,25 +88,37 @@ impl Client {
         offset: u64,
         len: u64,
     ) -> Result<ObjectStream> {
-        let mut stream = ObjectStream {
-            client: self.clone(),
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
-            response: None,
-            start: offset,
-            length: len,
-            received: 0,
-            etag: Some(etag.to_owned()),
-            checksum: None,
-            retry: RetryContext::new(self.config().retry),
-            backoff: Duration::ZERO,
-        };
+        let mut stream = ObjectStream::new(self, bucket, key, offset, len, Some(etag.to_owned()));
         stream.request_rest().await?;
         Ok(stream)
     }
 }
 
 impl ObjectStream {
+    /// A stream of `length` bytes from `start`, nothing received yet, no response and no checksum.
+    fn new(
+        client: &Client,
+        bucket: &str,
+        key: &str,
+        start: u64,
+        length: u64,
+        etag: Option<String>,
+    ) -> Self {
+        Self {
+            client: client.clone(),
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            response: None,
+            start,
+            length,
+            received: 0,
+            etag,
+            checksum: None,
+            retry: RetryContext::new(client.config().retry),
+            backoff: Duration::ZERO,
+        }
+    }
+
     /// The object's size (`Content-Length`); for a ranged stream, the range's.
     pub fn content_length(&self) -> u64 {
         self.length

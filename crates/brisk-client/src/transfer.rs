@@ -823,7 +823,7 @@ impl Client {
         count: bool,
     ) -> Result<Computed> {
         let size = target.size;
-        let (writes, writer) = start_file_writer(Arc::clone(file));
+        let (writes, writer) = start_file_writer(Arc::clone(file), options.parts_in_flight);
         let job = Arc::new(StreamedDownload {
             bucket: target.bucket.to_owned(),
             key: target.key.to_owned(),
@@ -833,12 +833,7 @@ impl Client {
             algorithm: check.algorithm(),
             progress: options.progress.clone().filter(|_| count),
             parts: std::sync::Mutex::new(PartQueue {
-                ranges: Ranges {
-                    size,
-                    step: options.part_size as u64,
-                    boundary: check.part_size(),
-                    next: 0,
-                },
+                ranges: Ranges::new(size, options.part_size, check),
                 index: 0,
                 span_parts: span_parts(size, options.part_size as u64, options.parts_in_flight),
             }),
@@ -879,12 +874,7 @@ impl Client {
         count: bool,
     ) -> Result<Computed> {
         let size = target.size;
-        let mut ranges = Ranges {
-            size,
-            step: options.part_size as u64,
-            boundary: check.part_size(),
-            next: 0,
-        };
+        let mut ranges = Ranges::new(size, options.part_size, check);
         // The ranges are GETs on the client's one scheduler, one per connection at a time (queue
         // depth = connections = ranges in flight), each into a pooled block taken when its request
         // is sent.
@@ -946,7 +936,7 @@ impl Client {
 /// The blocks a streamed download range passes through, two per range in flight: 1 MiB each, so
 /// that four ranges in flight hold 8 MiB instead of a whole 8 MiB part each (a 4 GiB download to
 /// tmpfs: 13 MiB peak RSS; BENCHMARKS.md, "Download to a file"), with few enough file writes per
-/// GiB (1,024) that handing each to the blocking pool costs nothing measurable.
+/// GiB (1,024) that handing each to the download's writer thread costs nothing measurable.
 pub(crate) const DOWNLOAD_CHUNK: usize = 1024 * 1024;
 
 /// How much one GET of a streamed download asks for, at most: consecutive parts up to 64 MiB
@@ -980,7 +970,7 @@ struct StreamedDownload {
     parts: std::sync::Mutex<PartQueue>,
     crc: std::sync::Mutex<RangeCrcs>,
     /// The download's one file writer (see [`start_file_writer`]).
-    writes: std::sync::mpsc::Sender<FileWrite>,
+    writes: std::sync::mpsc::SyncSender<FileWrite>,
 }
 
 impl StreamedDownload {
@@ -1048,10 +1038,7 @@ async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()>
         return Ok(());
     };
     let block = client.buffer_pool().get(job.chunk).await?;
-    let mut writer = ChunkWriter {
-        job: Arc::clone(&job),
-        pending: None,
-    };
+    let mut writer = ChunkWriter::new(Arc::clone(&job));
     let streamed = stream_ranges_through(&client, &job, first, block, &mut writer).await;
     // The last write is awaited even when a read failed, so that no write to the file outlives
     // the attempt.
@@ -1119,16 +1106,21 @@ async fn stream_ranges_through(
     }
 }
 
-/// One positioned write for a download's file writer; the block comes back through `done`.
+/// What the file writer gives back for one write: the block, or why it was not written.
+type Written = std::io::Result<PooledBlock>;
+
+/// One positioned write for a download's file writer; the block comes back through `done`, the
+/// sending worker's reply channel.
 struct FileWrite {
     block: PooledBlock,
     offset: u64,
     len: usize,
-    done: tokio::sync::oneshot::Sender<std::io::Result<PooledBlock>>,
+    done: tokio::sync::mpsc::Sender<Written>,
 }
 
 /// Starts a download's file writer: one thread of the blocking pool that makes the writes sent to
-/// it, in turn, until every sender is dropped.
+/// it, in turn, until every sender is dropped. Each of the `workers` has at most one write queued,
+/// so the queue (allocated once, here) never fills and a send never waits or allocates.
 ///
 /// One writer, not one blocking task per write: concurrent writes to one file contend for its
 /// inode lock, which the kernel spins on (a fifth of a 4-way download's CPU to tmpfs), and a task
@@ -1136,19 +1128,21 @@ struct FileWrite {
 /// for, waking its awaiter) where a queue costs two.
 fn start_file_writer(
     file: Arc<std::fs::File>,
+    workers: usize,
 ) -> (
-    std::sync::mpsc::Sender<FileWrite>,
+    std::sync::mpsc::SyncSender<FileWrite>,
     tokio::task::JoinHandle<()>,
 ) {
-    let (writes, queue) = std::sync::mpsc::channel::<FileWrite>();
+    let (writes, queue) = std::sync::mpsc::sync_channel::<FileWrite>(workers.max(1));
     let writer = tokio::task::spawn_blocking(move || {
         use std::os::unix::fs::FileExt;
         for write in queue {
             let written = file
                 .write_all_at(&write.block[..write.len], write.offset)
                 .map(|()| write.block);
-            // A worker that has gone (its attempt failed) no longer wants its block back.
-            let _ = write.done.send(written);
+            // The worker's reply channel holds one, and it has no other write out, so this never
+            // finds it full; a worker that has gone (its attempt failed) no longer wants its block.
+            let _ = write.done.try_send(written);
         }
     });
     (writes, writer)
@@ -1157,11 +1151,25 @@ fn start_file_writer(
 /// A streamed-download worker's side of the file writer: at most one of its writes in flight.
 struct ChunkWriter {
     job: Arc<StreamedDownload>,
-    /// The write in flight; it gives its block back.
-    pending: Option<tokio::sync::oneshot::Receiver<std::io::Result<PooledBlock>>>,
+    /// Where the writer gives this worker's blocks back: one channel for the whole worker, so a
+    /// write costs no allocation.
+    done: tokio::sync::mpsc::Sender<Written>,
+    written: tokio::sync::mpsc::Receiver<Written>,
+    /// Whether a write is in flight.
+    pending: bool,
 }
 
 impl ChunkWriter {
+    fn new(job: Arc<StreamedDownload>) -> Self {
+        let (done, written) = tokio::sync::mpsc::channel(1);
+        Self {
+            job,
+            done,
+            written,
+            pending: false,
+        }
+    }
+
     /// Starts writing `block[..len]` at `offset` and returns the block to fill next: the one the
     /// previous write gave back (waiting for it), or on the first write a second block.
     ///
@@ -1175,17 +1183,18 @@ impl ChunkWriter {
         offset: u64,
         len: usize,
     ) -> Result<PooledBlock> {
-        let next = match self.pending.take() {
-            Some(pending) => self.join(pending).await?,
-            None => match client.buffer_pool().try_get(self.job.chunk) {
+        let next = if self.pending {
+            self.join().await?
+        } else {
+            match client.buffer_pool().try_get(self.job.chunk) {
                 Ok(second) => second,
                 Err(_) => {
-                    let pending = self.send(block, offset, len)?;
-                    return self.join(pending).await;
+                    self.send(block, offset, len)?;
+                    return self.join().await;
                 }
-            },
+            }
         };
-        self.pending = Some(self.send(block, offset, len)?);
+        self.send(block, offset, len)?;
         // The write handed off before is often done by now, and a socket with data waiting does
         // not yield either: without this a download on a current-thread runtime could run through
         // a whole span before anything else ran (or before a drop could take effect).
@@ -1193,45 +1202,42 @@ impl ChunkWriter {
         Ok(next)
     }
 
-    fn send(
-        &self,
-        block: PooledBlock,
-        offset: u64,
-        len: usize,
-    ) -> Result<tokio::sync::oneshot::Receiver<std::io::Result<PooledBlock>>> {
-        let (done, written) = tokio::sync::oneshot::channel();
+    fn send(&mut self, block: PooledBlock, offset: u64, len: usize) -> Result<()> {
         self.job
             .writes
             .send(FileWrite {
                 block,
                 offset,
                 len,
-                done,
+                done: self.done.clone(),
             })
-            .map_err(|_| Error::UnexpectedResponse {
-                what: "the download's file writer has stopped".into(),
-            })?;
-        Ok(written)
+            .map_err(|_| stopped())?;
+        self.pending = true;
+        Ok(())
     }
 
-    async fn join(
-        &self,
-        pending: tokio::sync::oneshot::Receiver<std::io::Result<PooledBlock>>,
-    ) -> Result<PooledBlock> {
-        pending
+    /// Waits for the write in flight and takes its block back.
+    async fn join(&mut self) -> Result<PooledBlock> {
+        self.pending = false;
+        self.written
+            .recv()
             .await
-            .map_err(|_| Error::UnexpectedResponse {
-                what: "the download's file writer has stopped".into(),
-            })?
+            .ok_or_else(stopped)?
             .map_err(|e| file_error(&self.job.temp, "writing", e))
     }
 
-    /// Waits for the write in flight.
+    /// Waits for the write in flight, if any.
     async fn finish(mut self) -> Result<()> {
-        match self.pending.take() {
-            Some(pending) => self.join(pending).await.map(drop),
-            None => Ok(()),
+        if self.pending {
+            self.join().await?;
         }
+        Ok(())
+    }
+}
+
+fn stopped() -> Error {
+    Error::UnexpectedResponse {
+        what: "the download's file writer has stopped".into(),
     }
 }
 
@@ -1423,6 +1429,18 @@ struct Ranges {
     step: u64,
     boundary: Option<u64>,
     next: u64,
+}
+
+impl Ranges {
+    /// The `part_size` ranges of an object of `size` bytes, cut where `check`'s parts end.
+    fn new(size: u64, part_size: usize, check: &DownloadCheck) -> Self {
+        Self {
+            size,
+            step: part_size as u64,
+            boundary: check.part_size(),
+            next: 0,
+        }
+    }
 }
 
 impl Iterator for Ranges {
