@@ -484,10 +484,7 @@ async fn receive_into_file(
         )
         .await
     };
-    let written = match received {
-        Ok(_) => writer.finish().map_err(S3Error::from),
-        Err(e) => Err(e),
-    };
+    let written = received.and_then(|_| writer.finish().map_err(S3Error::from));
     if direct {
         x.put_scratch(scratch);
     }
