@@ -23,11 +23,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use tokio::io::Interest;
-
-use brisk_mem::{BufferPool, MemoryBudget, PooledBlock};
+use brisk_mem::{BufferPool, MemoryBudget};
 use brisk_wire::checksum::Checksummer;
-use brisk_wire::http::{BodyFraming, ContinueOutcome, HttpError, ResponseHead};
+use brisk_wire::http::{BodyFraming, ContinueOutcome, ResponseHead};
 use brisk_wire::sigv4::chunked::CRLF;
 use brisk_wire::sigv4::{Signer, UnsignedChunkEncoder};
 
@@ -36,12 +34,8 @@ use crate::dialect::{AzureDialect, Dialect, S3Dialect};
 use crate::error::{Error, Result};
 use crate::integrity::CHECKSUM_MODE_HEADER;
 use crate::metrics::{ClientMetrics, Counters};
-use crate::pool::Transport;
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
-use crate::request::{
-    AWS_CHUNK_SIZE, FILE_SCRATCH_SIZE, FileBody, RequestSpec, Target, TrailingChecksum,
-    expects_continue,
-};
+use crate::request::{AWS_CHUNK_SIZE, RequestSpec, Target, expects_continue};
 use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 // Defined with the object operations; still public here, where callers first found it.
@@ -342,7 +336,7 @@ impl Client {
 /// Writes `spec`'s body after the queued head: as it is (one vectored write with the head), or
 /// aws-chunked with its checksum computed chunk by chunk as the chunks go out and sent as the
 /// trailer. The payload is written from where it is in both cases; a file body is sent by
-/// [`write_file_body`].
+/// [`crate::file_send`].
 async fn write_body(
     c: &mut crate::pool::Connection,
     spec: &RequestSpec<'_>,
@@ -352,7 +346,7 @@ async fn write_body(
         return Ok(c.write_body(spec.body).await?);
     };
     if let Some(file) = spec.file {
-        return write_file_body(c, file, trailer, counters).await;
+        return crate::file_send::write_file_body(c, file, trailer, counters).await;
     }
     let mut summer = Checksummer::new(trailer.algorithm.algorithm());
     for chunk in spec.body.chunks(AWS_CHUNK_SIZE) {
@@ -371,232 +365,6 @@ async fn write_body(
     c.write_body(&last).await?;
     trailer.set(value);
     Ok(())
-}
-
-/// Sends a file range aws-chunked with its checksum as the trailer. For each chunk: the chunk's
-/// bytes are read through a small scratch block on the blocking pool and summed there while they
-/// are in the CPU's cache (the read is also the read-ahead: the bytes are in the page cache
-/// afterwards, so the send that follows does not wait for a disk on the async worker); then the
-/// chunk's size line goes out with `MSG_MORE` and the kernel sends the chunk from the page cache
-/// with `sendfile`, with no copy through user space. Over TLS, or where the file system has no
-/// `sendfile`, the chunk is read again into the scratch block and written from there.
-async fn write_file_body(
-    c: &mut crate::pool::Connection,
-    body: &FileBody,
-    trailer: &TrailingChecksum,
-    counters: &Counters,
-) -> Result<()> {
-    let mut scratch = body.pool.get(FILE_SCRATCH_SIZE).await?;
-    let mut summer = Checksummer::new(trailer.algorithm.algorithm());
-    let mut sendfile_works = matches!(c.get_ref(), Transport::Tcp(_));
-    let end = body.offset + body.len;
-    let mut at = body.offset;
-    // Bounded: each pass moves `at` forward by one chunk of at least one byte.
-    while at < end {
-        let len = (end - at).min(AWS_CHUNK_SIZE as u64) as usize;
-        let summed;
-        (scratch, summer, summed) = sum_file_range(body, at, len, scratch, summer).await?;
-        summed.map_err(|e| file_read_error(body, e))?;
-        Counters::add_bytes(&counters.file_bytes_read, len as u64);
-        // The previous chunk's CRLF and this chunk's size line, in one small write.
-        let mut framing = [0u8; 2 + MAX_CHUNK_HEADER];
-        let mut n = 0;
-        if at > body.offset {
-            framing[..2].copy_from_slice(CRLF);
-            n = 2;
-        }
-        let header = UnsignedChunkEncoder::chunk_header(len as u64);
-        framing[n..n + header.as_bytes().len()].copy_from_slice(header.as_bytes());
-        n += header.as_bytes().len();
-        let mut copy_from = at;
-        if sendfile_works {
-            send_more(c, &framing[..n]).await?;
-            let Transport::Tcp(stream) = c.get_ref() else {
-                unreachable!("sendfile is tried on plain TCP only")
-            };
-            match sendfile_range(stream, &body.file, at, len as u64).await {
-                Ok(None) => {
-                    Counters::add_bytes(&counters.file_bytes_sent, len as u64);
-                    copy_from = at + len as u64;
-                }
-                Ok(Some(unsent_from)) => {
-                    Counters::add_bytes(&counters.file_bytes_sent, unsent_from - at);
-                    sendfile_works = false;
-                    copy_from = unsent_from;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                    return Err(file_read_error(body, e));
-                }
-                Err(e) => return Err(HttpError::Io(e).into()),
-            }
-        } else {
-            c.write_body(&framing[..n]).await?;
-        }
-        scratch = copy_file_range(c, body, copy_from, at + len as u64, scratch, counters).await?;
-        at += len as u64;
-    }
-    drop(scratch);
-    let value = trailer.outgoing(summer.finalize().to_base64());
-    let mut last = if body.len > 0 {
-        CRLF.to_vec()
-    } else {
-        Vec::new()
-    };
-    last.extend_from_slice(
-        &UnsignedChunkEncoder::final_chunk_with_trailers(&[(
-            trailer.algorithm.algorithm().header_name(),
-            &value,
-        )])
-        .expect("a checksum header name and a base64 value are a valid trailer"),
-    );
-    c.write_body(&last).await?;
-    trailer.set(value);
-    Ok(())
-}
-
-/// The longest chunk size line: 16 hex digits and CRLF.
-const MAX_CHUNK_HEADER: usize = 18;
-
-fn file_read_error(body: &FileBody, source: std::io::Error) -> Error {
-    Error::File {
-        what: format!("reading {}", body.path.display()),
-        source,
-    }
-}
-
-/// Reads `len` bytes of the body's file at `at` through `scratch`, one `pread` of at most the
-/// scratch block's size at a time, and adds them to `summer`, on the blocking pool (file reads
-/// block); the block and the checksum state move to the blocking thread and back.
-async fn sum_file_range(
-    body: &FileBody,
-    at: u64,
-    len: usize,
-    mut scratch: PooledBlock,
-    mut summer: Checksummer,
-) -> Result<(PooledBlock, Checksummer, std::io::Result<()>)> {
-    use std::os::unix::fs::FileExt;
-    let file = Arc::clone(&body.file);
-    tokio::task::spawn_blocking(move || {
-        let piece = scratch.len().min(FILE_SCRATCH_SIZE);
-        let mut done = 0;
-        let mut result = Ok(());
-        while done < len {
-            let n = piece.min(len - done);
-            if let Err(e) = file.read_exact_at(&mut scratch[..n], at + done as u64) {
-                result = Err(e);
-                break;
-            }
-            summer.update(&scratch[..n]);
-            done += n;
-        }
-        (scratch, summer, result)
-    })
-    .await
-    .map_err(|e| Error::UnexpectedResponse {
-        what: format!("file read task failed: {e}"),
-    })
-}
-
-/// Writes the body's file from `from` to `to` through `scratch` (TLS, or no `sendfile`): each piece
-/// read on the blocking pool, then written.
-async fn copy_file_range(
-    c: &mut crate::pool::Connection,
-    body: &FileBody,
-    mut from: u64,
-    to: u64,
-    mut scratch: PooledBlock,
-    counters: &Counters,
-) -> Result<PooledBlock> {
-    use std::os::unix::fs::FileExt;
-    // Bounded: each pass moves `from` forward by one piece of at least one byte.
-    while from < to {
-        let n = (to - from).min(scratch.len().min(FILE_SCRATCH_SIZE) as u64) as usize;
-        let file = Arc::clone(&body.file);
-        let read;
-        (scratch, read) = tokio::task::spawn_blocking(move || {
-            let read = file.read_exact_at(&mut scratch[..n], from);
-            (scratch, read)
-        })
-        .await
-        .map_err(|e| Error::UnexpectedResponse {
-            what: format!("file read task failed: {e}"),
-        })?;
-        read.map_err(|e| file_read_error(body, e))?;
-        Counters::add_bytes(&counters.file_bytes_read, n as u64);
-        c.write_body(&scratch[..n]).await?;
-        from += n as u64;
-    }
-    Ok(scratch)
-}
-
-/// Sends whatever the connection has queued (the request head, when it did not wait for `100
-/// Continue`) and then `bytes`, with `MSG_MORE`: the kernel holds them until the `sendfile` that
-/// follows adds the chunk's bytes, so a size line does not leave in a packet of its own.
-async fn send_more(c: &mut crate::pool::Connection, bytes: &[u8]) -> Result<()> {
-    // Bounded: each pass sends at least one byte or waits for the socket to take more.
-    while !c.queued_output().is_empty() {
-        let n = send_more_once(c, c.queued_output()).await?;
-        c.output_sent(n);
-    }
-    let mut sent = 0;
-    while sent < bytes.len() {
-        sent += send_more_once(c, &bytes[sent..]).await?;
-    }
-    Ok(())
-}
-
-/// One `send` with `MSG_MORE` once the socket is writable; 0 bytes when it was not after all.
-async fn send_more_once(c: &crate::pool::Connection, bytes: &[u8]) -> Result<usize> {
-    let Transport::Tcp(stream) = c.get_ref() else {
-        unreachable!("MSG_MORE is used on plain TCP only")
-    };
-    stream.writable().await.map_err(HttpError::Io)?;
-    match stream.try_io(Interest::WRITABLE, || {
-        rustix::net::send(stream, bytes, rustix::net::SendFlags::MORE).map_err(std::io::Error::from)
-    }) {
-        Ok(n) => Ok(n),
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
-        Err(e) => Err(HttpError::Io(e).into()),
-    }
-}
-
-/// `sendfile` of `len` bytes of `file` from `offset` to `stream`. `Ok(Some(position))` when the
-/// file system does not support `sendfile` (`EINVAL`/`ENOSYS`) after the bytes before `position`
-/// went out; an error of kind `UnexpectedEof` when the file is shorter than it was.
-async fn sendfile_range(
-    stream: &tokio::net::TcpStream,
-    file: &std::fs::File,
-    offset: u64,
-    len: u64,
-) -> std::io::Result<Option<u64>> {
-    // "sendfile can not do this here".
-    let unsupported =
-        [rustix::io::Errno::INVAL, rustix::io::Errno::NOSYS].map(|e| e.raw_os_error());
-    let end = offset + len;
-    let mut position = offset;
-    // Bounded: each pass sends at least one byte, waits for the socket, or ends.
-    while position < end {
-        stream.writable().await?;
-        let count = usize::try_from(end - position).unwrap_or(usize::MAX);
-        match stream.try_io(Interest::WRITABLE, || {
-            rustix::fs::sendfile(stream, file, Some(&mut position), count)
-                .map_err(std::io::Error::from)
-        }) {
-            Ok(0) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("the file ended at {position}, before {end}"),
-                ));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.raw_os_error().is_some_and(|n| unsupported.contains(&n)) => {
-                return Ok(Some(position));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(None)
 }
 
 /// A failed attempt, and whether it failed only because a reused connection was dead.
@@ -683,85 +451,4 @@ pub(crate) async fn finish(mut response: Response) -> Result<()> {
     }
     response.release();
     Ok(())
-}
-
-#[cfg(test)]
-mod file_body_tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use brisk_testkit::minio::MinioProcess;
-    use brisk_testkit::serve::InProcessServe;
-    use brisk_wire::sigv4::Credentials;
-
-    use super::*;
-    use crate::RetryPolicy;
-    use crate::integrity::UploadChecksum;
-
-    fn client_of(endpoint: &str) -> Client {
-        Client::builder()
-            .endpoint(endpoint)
-            .region(brisk_testkit::REGION)
-            .credentials(Credentials::new(
-                brisk_testkit::ACCESS_KEY,
-                brisk_testkit::SECRET_KEY,
-            ))
-            .retry(RetryPolicy {
-                max_attempts: 1,
-                initial_backoff: Duration::from_millis(5),
-                max_backoff: Duration::from_millis(5),
-            })
-            .build()
-            .unwrap()
-    }
-
-    /// A file body whose trailer does not match its bytes is refused and stores nothing; the same
-    /// body with its true trailer is stored.
-    async fn a_wrong_trailer_is_refused(endpoint: &str, bucket: &str) {
-        let client = client_of(endpoint);
-        client.create_bucket(bucket).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let bytes: Vec<u8> = (0..2 * AWS_CHUNK_SIZE + 3)
-            .map(|i| (i % 251) as u8)
-            .collect();
-        std::fs::write(&path, &bytes).unwrap();
-        let file = Arc::new(std::fs::File::open(&path).unwrap());
-        let body = FileBody::new(file, &path, 0, bytes.len() as u64, client.buffer_pool());
-
-        let mut trailer = TrailingChecksum::new(UploadChecksum::Crc32c);
-        trailer.corrupt = true;
-        let spec =
-            RequestSpec::new("PUT", Some(bucket), Some("k")).aws_chunked_file(&body, &trailer);
-        let error = client.send(&spec).await.map(|_| ()).unwrap_err();
-        let refused = error.service_error().expect("a refusal by the server");
-        assert_eq!(refused.status, 400, "{error}");
-        assert!(
-            matches!(client.head(bucket, "k").await, Err(Error::NoSuchKey(_))),
-            "nothing was stored"
-        );
-
-        let trailer = TrailingChecksum::new(UploadChecksum::Crc32c);
-        let spec =
-            RequestSpec::new("PUT", Some(bucket), Some("k")).aws_chunked_file(&body, &trailer);
-        let response = client.send(&spec).await.unwrap();
-        crate::client::finish(response).await.unwrap();
-        assert_eq!(
-            trailer.value().as_deref(),
-            Some(UploadChecksum::Crc32c.compute(&bytes).as_str())
-        );
-        assert!(client.get_bytes(bucket, "k").await.unwrap()[..] == bytes[..]);
-    }
-
-    #[tokio::test]
-    async fn a_wrong_trailer_is_refused_by_brisk_serve() {
-        let serve = InProcessServe::start(false);
-        a_wrong_trailer_is_refused(&serve.url, "trailer").await;
-    }
-
-    #[tokio::test]
-    async fn a_wrong_trailer_is_refused_by_minio() {
-        let minio = MinioProcess::until_exit().unwrap_or_else(|e| panic!("starting MinIO: {e}"));
-        a_wrong_trailer_is_refused(&minio.url, &format!("trailer-{}", std::process::id())).await;
-    }
 }

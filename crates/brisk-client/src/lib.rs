@@ -41,6 +41,7 @@ pub mod config;
 pub mod copy;
 mod dialect;
 pub mod error;
+mod file_send;
 pub mod integrity;
 pub mod list;
 pub mod metrics;

@@ -127,8 +127,8 @@ impl TrailingChecksum {
 /// On plain TCP each aws-chunked chunk is first read through a small scratch block from `pool`
 /// ([`FILE_SCRATCH_SIZE`]: the CRC is taken while the bytes sit in the CPU's L2 cache, and the read
 /// pulls them into the page cache if they were not there), then the kernel sends the same range
-/// with `sendfile`, from the page cache. Over TLS (encrypted in user space) the bytes are read into
-/// the scratch block and written from there.
+/// with `sendfile`, from the page cache (see `crate::file_send`). Over TLS (encrypted in user
+/// space) the bytes are read into the scratch block and written from there.
 #[derive(Debug)]
 pub(crate) struct FileBody {
     pub(crate) file: std::sync::Arc<std::fs::File>,
@@ -139,6 +139,9 @@ pub(crate) struct FileBody {
     /// Where each attempt at sending the body takes its scratch block (recycled, so a long upload
     /// allocates none after its first parts).
     pub(crate) pool: brisk_mem::BufferPool,
+    /// Whether to send with `sendfile` on plain TCP: always, but in the tests of the copy that
+    /// takes over where a file system has no `sendfile`.
+    pub(crate) sendfile: bool,
 }
 
 impl FileBody {
@@ -155,6 +158,7 @@ impl FileBody {
             offset,
             len,
             pool: pool.clone(),
+            sendfile: true,
         }
     }
 }
