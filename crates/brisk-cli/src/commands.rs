@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brisk_client::{CopyOptions, ListOptions, ListPage, TransferProgress};
+use brisk_client::{CopyOptions, ListOptions, ListPage, TransferOptions, TransferProgress};
 use brisk_wire::xml::ObjectEntry;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -458,13 +458,19 @@ pub(crate) async fn copy_one(
             .await
             .map(|_| ())
             .map_err(|e| CliError::s3(format!("upload {} to {url}", path.display()), e)),
-        Copy::Download(url, path, _) => {
+        Copy::Download(url, path, size) => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| CliError::local(format!("create {}", parent.display()), e))?;
             }
+            // The listing or the HEAD that planned the copy gave the size: a small object is
+            // then one GET, with no second HEAD.
+            let options = TransferOptions {
+                known_size: Some(*size),
+                ..options()
+            };
             ctx.client(url)?
-                .download(&url.bucket, &url.key, path, options())
+                .download(&url.bucket, &url.key, path, options)
                 .await
                 .map(|_| ())
                 .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))

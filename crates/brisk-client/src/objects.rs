@@ -284,12 +284,24 @@ impl Client {
     /// socket straight into it. A full-object checksum returned by the server is verified
     /// ([`Error::ChecksumMismatch`]).
     pub async fn get_bytes(&self, bucket: &str, key: &str) -> Result<ExactBuf> {
+        self.get_whole(bucket, key, "read").await
+    }
+
+    /// [`get_bytes`](Self::get_bytes), whose `debug` event calls it a `reading` (a read, or a
+    /// download that goes through it).
+    pub(crate) async fn get_whole(
+        &self,
+        bucket: &str,
+        key: &str,
+        reading: &'static str,
+    ) -> Result<ExactBuf> {
         check_bucket(bucket)?;
         check_key(key)?;
         let response = self.send(&whole_object_get(bucket, key)).await?;
         let expected = stored_checksum(response.head());
         let composite = composite_with_etag(&response);
         let blob_md5 = self.blob_md5(&response);
+        describe_check(bucket, key, reading, &expected, &composite, &blob_md5);
         let length = body_length(&response)?;
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
@@ -322,6 +334,7 @@ impl Client {
         let expected = stored_checksum(response.head());
         let composite = composite_with_etag(&response);
         let blob_md5 = self.blob_md5(&response);
+        describe_check(bucket, key, "read", &expected, &composite, &blob_md5);
         let length = body_length(&response)?;
         if length > dst.len() as u64 {
             return Err(Error::BufferTooSmall {
@@ -628,6 +641,46 @@ impl Client {
 
 /// A whole-object response's composite CRC and the ETag to pin the part-layout HEAD to; `None`
 /// (and no allocation) for every other response.
+/// The `debug` event of a whole-object read: what its bytes will be checked against, if anything
+/// (the same words as a streamed download's, so `--debug` tells the same story for both).
+fn describe_check(
+    bucket: &str,
+    key: &str,
+    reading: &'static str,
+    full: &Option<ChecksumValue>,
+    composite: &Option<(MultipartChecksum, String)>,
+    blob_md5: &Option<brisk_wire::checksum::Md5Digest>,
+) {
+    if let Some(full) = full {
+        tracing::debug!(
+            bucket,
+            key,
+            algorithm = full.algorithm().s3_name(),
+            "the {reading} will be checked against the object's full-object checksum"
+        );
+    } else if let Some((composite, _)) = composite {
+        tracing::debug!(
+            bucket,
+            key,
+            algorithm = composite.value.algorithm().s3_name(),
+            parts = composite.parts,
+            "the {reading} will be checked against the object's composite checksum, part by part"
+        );
+    } else if blob_md5.is_some() {
+        tracing::debug!(
+            bucket,
+            key,
+            "the {reading} will be checked against the blob's Content-MD5"
+        );
+    } else {
+        tracing::debug!(
+            bucket,
+            key,
+            "the object has no stored checksum; this {reading} is not checked end to end"
+        );
+    }
+}
+
 fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String)> {
     let composite = crate::integrity::stored_composite(response.head())?;
     Some((composite, response.header("etag")?.to_owned()))

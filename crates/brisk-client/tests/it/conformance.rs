@@ -978,6 +978,81 @@ async fn downloads_are_checked_against_the_full_object_checksum() {
     .await;
 }
 
+/// A download told the object's size (as `cp --recursive` is, by the listing) fetches an object of
+/// one part with one GET and no HEAD, checks it as a streamed download does (damaged once: read
+/// again and exact; damaged every time: `ChecksumMismatch` and no file), and writes what the GET
+/// returned even when the size it was told is wrong.
+#[tokio::test]
+async fn a_small_download_of_known_size_is_one_checked_get() {
+    const MIB: usize = 1024 * 1024;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "one-get").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.bin");
+        let body = pattern(3 * MIB + 11, 5);
+        std::fs::write(&source, &body).unwrap();
+        c.upload(&bucket, "obj", &source, TransferOptions::default())
+            .await
+            .unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let target = out.join("copy.bin");
+        let known = |size: usize| TransferOptions {
+            known_size: Some(size as u64),
+            ..TransferOptions::default()
+        };
+
+        let before = c.metrics();
+        let size = c
+            .download(&bucket, "obj", &target, known(body.len()))
+            .await
+            .unwrap();
+        let after = c.metrics();
+        assert_eq!(size, body.len() as u64);
+        assert_eq!(
+            after.requests_sent - before.requests_sent,
+            1,
+            "one GET, no HEAD"
+        );
+        assert!(std::fs::read(&target).unwrap() == body);
+        std::fs::remove_file(&target).unwrap();
+
+        // A size that is no longer true (the object grew after the listing) only picked the path.
+        c.download(&bucket, "obj", &target, known(10))
+            .await
+            .unwrap();
+        assert!(std::fs::read(&target).unwrap() == body);
+        std::fs::remove_file(&target).unwrap();
+
+        let at = MIB as u64 + 17;
+        let once = FaultProxy::start(server().port, Fault::Flip { at }, Schedule::First(1)).await;
+        let through = builder().endpoint(once.endpoint.clone()).build().unwrap();
+        through
+            .download(&bucket, "obj", &target, known(body.len()))
+            .await
+            .unwrap();
+        assert_eq!(once.applied(), 1, "one response was damaged");
+        assert!(
+            std::fs::read(&target).unwrap() == body,
+            "and the file is exact"
+        );
+        std::fs::remove_file(&target).unwrap();
+
+        let always =
+            FaultProxy::start(server().port, Fault::Flip { at }, Schedule::EveryNth(1)).await;
+        let through = builder().endpoint(always.endpoint.clone()).build().unwrap();
+        let err = through
+            .download(&bucket, "obj", &target, known(body.len()))
+            .await
+            .unwrap_err();
+        assert!(matches!(&err, Error::ChecksumMismatch { .. }), "{err:?}");
+        assert_eq!(always.applied(), 2, "both attempts were damaged");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no file left");
+    })
+    .await;
+}
+
 /// Every read path ends with the exact bytes or a clear error, never wrong bytes and never a partial
 /// file, whatever the network does: resets in the middle of bodies (once, or on every second
 /// response), a storm of `503 SlowDown`, a stalled body, and each of those without end.
