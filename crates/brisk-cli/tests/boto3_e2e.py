@@ -292,6 +292,8 @@ check(s3.head_object(Bucket="e2e-bucket", Key="big", PartNumber=1)["PartsCount"]
 check("PartsCount" not in s3.head_object(Bucket="e2e-bucket", Key="big"), "no PartsCount without partNumber, as S3")
 check(error_code(s3.get_object, Bucket="e2e-bucket", Key="big", PartNumber=3) == ("InvalidPartNumber", 416),
       "partNumber past the last part → 416 InvalidPartNumber")
+check(error_code(s3.get_object, Bucket="e2e-bucket", Key="big", PartNumber=1, Range="bytes=0-1")
+      == ("InvalidRequest", 400), "partNumber and Range together → 400 InvalidRequest, as S3")
 # partNumber on an object of one PUT: part 1 is the whole object, a 206 with its Content-Range and no
 # PartsCount; part 2 does not exist.
 s3.put_object(Bucket="e2e-bucket", Key="one-part", Body=b"0123456789")

@@ -612,6 +612,12 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
             })?),
             None => None,
         };
+    // S3 (and MinIO) refuse the two together rather than pick one.
+    if part_number.is_some() && h.get_str("range").is_some() {
+        return Err(S3Error::invalid_request(
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
     // Preconditions and the range are decided on the metadata before the body is opened, so that
     // only the files the response sends are opened (none for a HEAD or a 304).
     let plan = |info: &ObjectInfo| -> Result<_, S3Error> {

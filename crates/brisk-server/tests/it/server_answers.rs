@@ -72,6 +72,20 @@ fn part_numbers_of_single_part_and_multipart_objects() {
             assert!(String::from_utf8_lossy(&body).contains("<Code>InvalidPartNumber</Code>"));
         }
     }
+    // A part and a Range together are refused, as S3 and MinIO refuse them.
+    for method in ["GET", "HEAD"] {
+        let (r, body) = send(
+            &mut c,
+            method,
+            "/parts/one?partNumber=1",
+            &[("range", b"bytes=0-1".as_slice())],
+            b"",
+        );
+        assert_eq!(r.status, 400, "{method}: {}", r.head);
+        if method == "GET" {
+            assert!(String::from_utf8_lossy(&body).contains("<Code>InvalidRequest</Code>"));
+        }
+    }
     // The one part of an empty object has no range to name.
     assert_eq!(c.request("PUT", "/parts/empty", b"").0.status, 200);
     let (r, _) = c.request("GET", "/parts/empty?partNumber=1", b"");
