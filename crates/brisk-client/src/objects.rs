@@ -284,25 +284,34 @@ impl Client {
     /// socket straight into it. A full-object checksum returned by the server is verified
     /// ([`Error::ChecksumMismatch`]).
     pub async fn get_bytes(&self, bucket: &str, key: &str) -> Result<ExactBuf> {
-        self.get_whole(bucket, key, "read").await
+        self.get_whole(bucket, key, "read", u64::MAX)
+            .await?
+            .ok_or_else(|| Error::UnexpectedResponse {
+                what: "an object larger than any length".into(),
+            })
     }
 
-    /// [`get_bytes`](Self::get_bytes), whose `debug` event calls it a `reading` (a read, or a
-    /// download that goes through it).
+    /// [`get_bytes`](Self::get_bytes) of an object of at most `max_len` bytes: `None`, with nothing
+    /// read and the connection closed, when the response says it is larger. Its `debug` event
+    /// calls it a `reading` (a read, or a download that goes through it).
     pub(crate) async fn get_whole(
         &self,
         bucket: &str,
         key: &str,
         reading: &'static str,
-    ) -> Result<ExactBuf> {
+        max_len: u64,
+    ) -> Result<Option<ExactBuf>> {
         check_bucket(bucket)?;
         check_key(key)?;
         let response = self.send(&whole_object_get(bucket, key)).await?;
+        let length = body_length(&response)?;
+        if length > max_len {
+            return Ok(None);
+        }
         let expected = stored_checksum(response.head());
         let composite = composite_with_etag(&response);
         let blob_md5 = self.blob_md5(&response);
         describe_check(bucket, key, reading, &expected, &composite, &blob_md5);
-        let length = body_length(&response)?;
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
             capacity: usize::MAX,
@@ -320,7 +329,7 @@ impl Client {
         if let Some(md5) = blob_md5 {
             verify_md5(bucket, key, &md5, &buf)?;
         }
-        Ok(buf)
+        Ok(Some(buf))
     }
 
     /// Reads the whole object into `dst` and returns its length. Fails with

@@ -142,7 +142,8 @@ pub struct TransferOptions {
     /// own). A download of an object no larger than one part is then one GET into a buffer of the
     /// object's size, checked as [`Client::get_bytes`] checks it, with no HEAD before it: half the
     /// requests for a tree of small objects. The hint only picks the path: the file holds what the
-    /// GET returned, whatever its size. Ignored by uploads, and with `verify_md5_etag`.
+    /// GET returned, and an object that has grown past one part meanwhile is streamed in ranges as
+    /// any other (its first GET dropped unread). Ignored by uploads, and with `verify_md5_etag`.
     pub known_size: Option<u64>,
 }
 
@@ -629,8 +630,9 @@ impl Client {
             .known_size
             .is_some_and(|size| size <= options.part_size as u64)
             && !options.verify_md5_etag
+            && let Some(size) = self.download_whole(bucket, key, path, &options).await?
         {
-            return self.download_whole(bucket, key, path, &options).await;
+            return Ok(size);
         }
         let (meta, stored) = self.head_with_checksum(bucket, key).await?;
         let etag = meta.etag.ok_or_else(|| Error::UnexpectedResponse {
@@ -684,18 +686,22 @@ impl Client {
     /// if the check fails, as a streamed download is), then written to a temporary file beside
     /// `path`, synced and renamed over it. The file is created here and written on the blocking
     /// pool, so a dropped download leaves nothing: its file is removed and the write, if it is
-    /// still running, goes to the removed file.
+    /// still running, goes to the removed file. `None`, with nothing written, when the GET says the
+    /// object has grown past one part since its size was taken: it is then streamed as any other.
     async fn download_whole(
         &self,
         bucket: &str,
         key: &str,
         path: &Path,
         options: &TransferOptions,
-    ) -> Result<u64> {
+    ) -> Result<Option<u64>> {
         let mut attempts = 0;
         let bytes = loop {
             attempts += 1;
-            match self.get_whole(bucket, key, "download").await {
+            match self
+                .get_whole(bucket, key, "download", options.part_size as u64)
+                .await
+            {
                 Err(Error::ChecksumMismatch {
                     algorithm,
                     expected,
@@ -707,7 +713,10 @@ impl Client {
                         "downloaded bytes do not match the object's checksum"
                     );
                 }
-                read => break read?,
+                read => match read? {
+                    Some(bytes) => break bytes,
+                    None => return Ok(None),
+                },
             }
         };
         let temp = TempFile::beside(path);
@@ -726,7 +735,7 @@ impl Client {
         .map_err(|e| file_error(&temp.path, "writing", e))?;
         temp.persist(path)?;
         options.count(size);
-        Ok(size)
+        Ok(Some(size))
     }
 
     /// What a download of an object stored with `stored` can check, and how it must cut its

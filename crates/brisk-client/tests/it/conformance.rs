@@ -1018,11 +1018,29 @@ async fn a_small_download_of_known_size_is_one_checked_get() {
         assert!(std::fs::read(&target).unwrap() == body);
         std::fs::remove_file(&target).unwrap();
 
-        // A size that is no longer true (the object grew after the listing) only picked the path.
+        // A size that is no longer true (the object grew after the listing) only picked the path:
+        // within one part the file holds what the GET returned; past one part the GET is dropped
+        // unread and the object is streamed in ranges.
         c.download(&bucket, "obj", &target, known(10))
             .await
             .unwrap();
         assert!(std::fs::read(&target).unwrap() == body);
+        std::fs::remove_file(&target).unwrap();
+        let one_mib_parts = TransferOptions {
+            part_size: MIB,
+            ..known(10)
+        };
+        let before = c.metrics();
+        c.download(&bucket, "obj", &target, one_mib_parts)
+            .await
+            .unwrap();
+        let after = c.metrics();
+        assert!(std::fs::read(&target).unwrap() == body);
+        assert_eq!(
+            after.requests_sent - before.requests_sent,
+            6,
+            "the whole GET (dropped), then a HEAD and a ranged GET per part (3 MiB and 11 bytes: 4)"
+        );
         std::fs::remove_file(&target).unwrap();
 
         let at = MIB as u64 + 17;
