@@ -401,18 +401,31 @@ mod tests {
             .unwrap()
     }
 
+    /// A file of `len` bytes counting up modulo `modulo`, in a temporary directory (kept while the
+    /// first value is), with its path, its bytes and the file opened for reading.
+    fn patterned_file(
+        len: usize,
+        modulo: usize,
+    ) -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        Vec<u8>,
+        Arc<std::fs::File>,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..len).map(|i| (i % modulo) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        (dir, path, bytes, file)
+    }
+
     /// A file body whose trailer does not match its bytes is refused and stores nothing; the same
     /// body with its true trailer is stored.
     async fn a_wrong_trailer_is_refused(endpoint: &str, bucket: &str) {
         let client = client_of(endpoint);
         client.create_bucket(bucket).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let bytes: Vec<u8> = (0..2 * AWS_CHUNK_SIZE + 3)
-            .map(|i| (i % 251) as u8)
-            .collect();
-        std::fs::write(&path, &bytes).unwrap();
-        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let (_dir, path, bytes, file) = patterned_file(2 * AWS_CHUNK_SIZE + 3, 251);
         let body = FileBody::new(file, &path, 0, bytes.len() as u64, client.buffer_pool());
 
         let mut trailer = TrailingChecksum::new(UploadChecksum::Crc32c);
@@ -457,13 +470,7 @@ mod tests {
     async fn a_copied_body_arrives_whole(endpoint: &str, bucket: &str) {
         let client = client_of(endpoint);
         client.create_bucket(bucket).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        let bytes: Vec<u8> = (0..3 * AWS_CHUNK_SIZE + 17)
-            .map(|i| (i % 241) as u8)
-            .collect();
-        std::fs::write(&path, &bytes).unwrap();
-        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        let (_dir, path, bytes, file) = patterned_file(3 * AWS_CHUNK_SIZE + 17, 241);
         // The body is the file but its first 5 bytes: it starts part way into the file.
         let len = bytes.len() as u64 - 5;
         let mut body = FileBody::new(file, &path, 5, len, client.buffer_pool());

@@ -33,6 +33,84 @@ fn client() -> Client {
 
 const STEP: Duration = Duration::from_secs(60);
 
+/// An object `obj` of `size` bytes of pattern `seed`, uploaded with the defaults into a new bucket
+/// named after `name`, and an empty directory for downloads of it.
+struct Uploaded {
+    bucket: String,
+    body: Vec<u8>,
+    parts: u32,
+    /// Holds the directories while the test runs (a pattern that leaves it out drops it).
+    _dir: tempfile::TempDir,
+    /// Empty but for what a download puts there.
+    out: std::path::PathBuf,
+    /// Where a download of `obj` goes, in `out`.
+    target: std::path::PathBuf,
+}
+
+/// Downloads `obj` with `options` through a proxy that flips the byte at `at` of the first response
+/// (the download reads again and the file is exact), then through one that flips it in every
+/// response: returns that download's error once it has checked that every attempt was damaged and
+/// that no file, temporary or not, is left. The proxy of the second is returned for more use.
+async fn damaged_once_then_always(
+    object: &Uploaded,
+    at: u64,
+    options: impl Fn() -> TransferOptions,
+    attempts: u32,
+) -> (Error, FaultProxy) {
+    let (bucket, target) = (&object.bucket, &object.target);
+    let once = FaultProxy::start(server().port, Fault::Flip { at }, Schedule::First(1)).await;
+    let through = builder().endpoint(once.endpoint.clone()).build().unwrap();
+    let size = through
+        .download(bucket, "obj", target, options())
+        .await
+        .unwrap();
+    assert_eq!(size, object.body.len() as u64);
+    assert_eq!(once.applied(), 1, "one response was damaged");
+    assert!(
+        std::fs::read(target).unwrap() == object.body,
+        "and the file is exact"
+    );
+    std::fs::remove_file(target).unwrap();
+
+    let always = FaultProxy::start(server().port, Fault::Flip { at }, Schedule::EveryNth(1)).await;
+    let through = builder().endpoint(always.endpoint.clone()).build().unwrap();
+    let err = through
+        .download(bucket, "obj", target, options())
+        .await
+        .unwrap_err();
+    assert!(always.applied() >= attempts, "every attempt was damaged");
+    assert_eq!(
+        std::fs::read_dir(&object.out).unwrap().count(),
+        0,
+        "no file left"
+    );
+    (err, always)
+}
+
+async fn uploaded_object(c: &Client, name: &str, size: usize, seed: u8) -> Uploaded {
+    let bucket = new_bucket(c, name).await;
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.bin");
+    let body = pattern(size, seed);
+    std::fs::write(&source, &body).unwrap();
+    let parts = c
+        .upload(&bucket, "obj", &source, TransferOptions::default())
+        .await
+        .unwrap()
+        .parts;
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let target = out.join("copy.bin");
+    Uploaded {
+        bucket,
+        body,
+        parts,
+        _dir: dir,
+        out,
+        target,
+    }
+}
+
 #[tokio::test]
 async fn put_then_get_head_and_delete() {
     bounded(STEP, async {
@@ -913,67 +991,35 @@ async fn downloads_are_checked_against_the_full_object_checksum() {
     const MIB: usize = 1024 * 1024;
     bounded(STEP, async {
         let c = client();
-        let bucket = new_bucket(&c, "verified").await;
-        let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("source.bin");
-        let body = pattern(20 * MIB + 5, 3);
-        std::fs::write(&source, &body).unwrap();
-        let uploaded = c
-            .upload(&bucket, "obj", &source, TransferOptions::default())
-            .await
-            .unwrap();
-        assert_eq!(uploaded.parts, 3);
-        let whole = Checksummer::checksum(ChecksumAlgorithm::Crc32c, &body).to_base64();
-        let meta = c.head(&bucket, "obj").await.unwrap();
+        let object = uploaded_object(&c, "verified", 20 * MIB + 5, 3).await;
+        let (bucket, body, target) = (&object.bucket, &object.body, &object.target);
+        assert_eq!(object.parts, 3);
+        let whole = Checksummer::checksum(ChecksumAlgorithm::Crc32c, body).to_base64();
+        let meta = c.head(bucket, "obj").await.unwrap();
         assert_eq!(
             meta.checksum_crc32c.as_deref(),
             Some(whole.as_str()),
             "the multipart object's checksum is the CRC32C of its whole bytes"
         );
 
-        let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        let target = out.join("copy.bin");
         // Inside the body of the first part each connection carries (parts are 8 MiB).
         let at = 3 * MIB as u64 + 17;
-
-        let once = FaultProxy::start(server().port, Fault::Flip { at }, Schedule::First(1)).await;
-        let through = builder().endpoint(once.endpoint.clone()).build().unwrap();
-        let size = through
-            .download(&bucket, "obj", &target, TransferOptions::default())
-            .await
-            .unwrap();
-        assert_eq!(size, body.len() as u64);
-        assert_eq!(once.applied(), 1, "one response was damaged");
-        assert!(
-            std::fs::read(&target).unwrap() == body,
-            "and the file is exact"
-        );
-        std::fs::remove_file(&target).unwrap();
-
-        let always =
-            FaultProxy::start(server().port, Fault::Flip { at }, Schedule::EveryNth(1)).await;
-        let through = builder().endpoint(always.endpoint.clone()).build().unwrap();
-        let err = through
-            .download(&bucket, "obj", &target, TransferOptions::default())
-            .await
-            .unwrap_err();
+        let (err, always) =
+            damaged_once_then_always(&object, at, TransferOptions::default, 2).await;
         assert!(
             matches!(&err, Error::ChecksumMismatch { algorithm, expected, .. }
                 if *algorithm == "CRC32C" && *expected == whole),
             "{err:?}"
         );
-        assert!(always.applied() >= 2, "both attempts were damaged");
-        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no file left");
 
         // Once the damage stops, a download through the same proxy is exact.
         always.stop();
         let fresh = builder().endpoint(always.endpoint.clone()).build().unwrap();
         fresh
-            .download(&bucket, "obj", &target, TransferOptions::default())
+            .download(bucket, "obj", target, TransferOptions::default())
             .await
             .unwrap();
-        assert!(std::fs::read(&target).unwrap() == body);
+        assert!(std::fs::read(target).unwrap() == *body);
     })
     .await;
 }
@@ -987,17 +1033,8 @@ async fn a_small_download_of_known_size_is_one_checked_get() {
     const MIB: usize = 1024 * 1024;
     bounded(STEP, async {
         let c = client();
-        let bucket = new_bucket(&c, "one-get").await;
-        let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("source.bin");
-        let body = pattern(3 * MIB + 11, 5);
-        std::fs::write(&source, &body).unwrap();
-        c.upload(&bucket, "obj", &source, TransferOptions::default())
-            .await
-            .unwrap();
-        let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        let target = out.join("copy.bin");
+        let object = uploaded_object(&c, "one-get", 3 * MIB + 11, 5).await;
+        let (bucket, body, target) = (&object.bucket, &object.body, &object.target);
         let known = |size: usize| TransferOptions {
             known_size: Some(size as u64),
             ..TransferOptions::default()
@@ -1005,7 +1042,7 @@ async fn a_small_download_of_known_size_is_one_checked_get() {
 
         let before = c.metrics();
         let size = c
-            .download(&bucket, "obj", &target, known(body.len()))
+            .download(bucket, "obj", target, known(body.len()))
             .await
             .unwrap();
         let after = c.metrics();
@@ -1015,58 +1052,37 @@ async fn a_small_download_of_known_size_is_one_checked_get() {
             1,
             "one GET, no HEAD"
         );
-        assert!(std::fs::read(&target).unwrap() == body);
-        std::fs::remove_file(&target).unwrap();
+        assert!(std::fs::read(target).unwrap() == *body);
+        std::fs::remove_file(target).unwrap();
 
         // A size that is no longer true (the object grew after the listing) only picked the path:
         // within one part the file holds what the GET returned; past one part the GET is dropped
         // unread and the object is streamed in ranges.
-        c.download(&bucket, "obj", &target, known(10))
-            .await
-            .unwrap();
-        assert!(std::fs::read(&target).unwrap() == body);
-        std::fs::remove_file(&target).unwrap();
+        c.download(bucket, "obj", target, known(10)).await.unwrap();
+        assert!(std::fs::read(target).unwrap() == *body);
+        std::fs::remove_file(target).unwrap();
         let one_mib_parts = TransferOptions {
             part_size: MIB,
             ..known(10)
         };
         let before = c.metrics();
-        c.download(&bucket, "obj", &target, one_mib_parts)
+        c.download(bucket, "obj", target, one_mib_parts)
             .await
             .unwrap();
         let after = c.metrics();
-        assert!(std::fs::read(&target).unwrap() == body);
+        assert!(std::fs::read(target).unwrap() == *body);
         assert_eq!(
             after.requests_sent - before.requests_sent,
             6,
             "the whole GET (dropped), then a HEAD and a ranged GET per part (3 MiB and 11 bytes: 4)"
         );
-        std::fs::remove_file(&target).unwrap();
+        std::fs::remove_file(target).unwrap();
 
         let at = MIB as u64 + 17;
-        let once = FaultProxy::start(server().port, Fault::Flip { at }, Schedule::First(1)).await;
-        let through = builder().endpoint(once.endpoint.clone()).build().unwrap();
-        through
-            .download(&bucket, "obj", &target, known(body.len()))
-            .await
-            .unwrap();
-        assert_eq!(once.applied(), 1, "one response was damaged");
-        assert!(
-            std::fs::read(&target).unwrap() == body,
-            "and the file is exact"
-        );
-        std::fs::remove_file(&target).unwrap();
-
-        let always =
-            FaultProxy::start(server().port, Fault::Flip { at }, Schedule::EveryNth(1)).await;
-        let through = builder().endpoint(always.endpoint.clone()).build().unwrap();
-        let err = through
-            .download(&bucket, "obj", &target, known(body.len()))
-            .await
-            .unwrap_err();
+        let known_size = || known(body.len());
+        let (err, always) = damaged_once_then_always(&object, at, known_size, 2).await;
         assert!(matches!(&err, Error::ChecksumMismatch { .. }), "{err:?}");
-        assert_eq!(always.applied(), 2, "both attempts were damaged");
-        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "no file left");
+        assert_eq!(always.applied(), 2, "two attempts, no more");
     })
     .await;
 }
@@ -1079,17 +1095,14 @@ async fn reads_through_a_faulty_network_are_exact_or_fail_clearly() {
     const MIB: usize = 1024 * 1024;
     bounded(Duration::from_secs(240), async {
         let c = client();
-        let bucket = new_bucket(&c, "faults").await;
-        let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("source.bin");
-        let body = pattern(20 * MIB + 5, 4);
-        std::fs::write(&source, &body).unwrap();
-        c.upload(&bucket, "obj", &source, TransferOptions::default())
-            .await
-            .unwrap();
-        let out = dir.path().join("out");
-        std::fs::create_dir(&out).unwrap();
-        let target = out.join("copy.bin");
+        let Uploaded {
+            bucket,
+            body,
+            out,
+            target,
+            _dir,
+            ..
+        } = uploaded_object(&c, "faults", 20 * MIB + 5, 4).await;
         let at = 3 * MIB as u64 + 17;
         let port = server().port;
         // A read timeout well under the stalls, so a stalled body is noticed and read again, and
