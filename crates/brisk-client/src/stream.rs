@@ -20,7 +20,9 @@
 
 use std::time::Duration;
 
-use brisk_wire::checksum::{ChecksumValue, Checksummer};
+use brisk_wire::checksum::{ChecksumValue, Checksummer, Md5, Md5Digest};
+
+use crate::batch::TRANSACTIONAL_MD5_MAX;
 
 use crate::client::{Client, Response, body_length, whole_object_get};
 use crate::error::{Error, Result};
@@ -40,6 +42,9 @@ pub struct ObjectStream {
     received: u64,
     etag: Option<String>,
     checksum: Option<(ChecksumValue, Checksummer)>,
+    /// Azure: the MD5 the service sent for the range this response carries (asked for with
+    /// `x-ms-range-get-content-md5` on ranges up to 4 MiB), and the MD5 of what has arrived of it.
+    range_md5: Option<(Md5Digest, Md5)>,
     retry: RetryContext,
     /// The wait decided by the last failure, taken before the resumed read.
     backoff: Duration,
@@ -114,6 +119,7 @@ impl ObjectStream {
             received: 0,
             etag,
             checksum: None,
+            range_md5: None,
             retry: RetryContext::new(client.config().retry),
             backoff: Duration::ZERO,
         }
@@ -164,6 +170,9 @@ impl ObjectStream {
                     if let Some((_, summer)) = &mut self.checksum {
                         summer.update(&dst[..n]);
                     }
+                    if let Some((_, md5)) = &mut self.range_md5 {
+                        md5.update(&dst[..n]);
+                    }
                     return Ok(n);
                 }
                 Err(e) => {
@@ -178,6 +187,22 @@ impl ObjectStream {
     fn finish(&mut self) -> Result<()> {
         if let Some(response) = self.response.take() {
             response.release();
+        }
+        if let Some((expected, md5)) = self.range_md5.take() {
+            let computed = md5.finalize();
+            if computed != expected {
+                tracing::warn!(
+                    bucket = %self.bucket, key = %self.key, offset = self.start, length = self.length,
+                    "a range's bytes do not match the MD5 the service sent with them"
+                );
+                return Err(Error::ChecksumMismatch {
+                    bucket: self.bucket.clone(),
+                    key: self.key.clone(),
+                    algorithm: "MD5",
+                    expected: expected.to_base64(),
+                    computed: computed.to_base64(),
+                });
+            }
         }
         match self.checksum.take() {
             // The bytes have gone to the caller: compare the value computed as they passed.
@@ -228,9 +253,13 @@ impl ObjectStream {
     async fn request_rest(&mut self) -> Result<()> {
         let etag = self.etag.clone().unwrap_or_default();
         let (from, last) = (self.start + self.received, self.start + self.length - 1);
-        let spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
+        let mut spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
             .header("if-match", etag.clone())
             .header("range", format!("bytes={from}-{last}"));
+        let range_md5 = self.client.is_azure() && last - from < TRANSACTIONAL_MD5_MAX;
+        if range_md5 {
+            spec = spec.header("x-ms-range-get-content-md5", "true");
+        }
         let response = match self.client.send(&spec).await {
             Ok(r) => r,
             Err(Error::PreconditionFailed(_)) => return Err(Error::ObjectChanged { etag }),
@@ -246,6 +275,13 @@ impl ObjectStream {
                 ),
             });
         }
+        // A resumed range is checked from where it resumed: the bytes before came with the MD5 of
+        // a range that did not arrive whole.
+        self.range_md5 = range_md5
+            .then(|| response.header("content-md5"))
+            .flatten()
+            .and_then(|md5| Md5Digest::from_base64(md5.trim()).ok())
+            .map(|expected| (expected, Md5::new()));
         self.response = Some(response);
         Ok(())
     }

@@ -10,8 +10,8 @@
 //! whatever the file's size. A download from S3 streams `parts_in_flight` GETs at a time (each a
 //! span of up to 64 MiB of `part_size` ranges) through two blocks of `DOWNLOAD_CHUNK` (1 MiB) per
 //! GET, one filling while the other is written: `parts_in_flight × 2 MiB` (8 MiB by default). Azure
-//! downloads hold each range whole (one block per range in flight and one being written, see
-//! [`crate::batch`]), to check it against the MD5 the service sends for it. Blocks are recycled
+//! downloads stream the same way; where parts are of at most 4 MiB each GET asks for one part, so
+//! that the service sends its MD5, which the stream checks as the bytes pass. Blocks are recycled
 //! through the pool's free lists, so a long transfer allocates its blocks once.
 //! An upload with an unsigned payload over plain HTTP holds no part block at all: each part in
 //! flight reads through one 256 KiB scratch block (below).
@@ -56,7 +56,7 @@ use brisk_wire::xml::{
 };
 use tokio::task::JoinSet;
 
-use crate::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
+use crate::batch::TRANSACTIONAL_MD5_MAX;
 use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::UploadChecksum;
@@ -653,9 +653,15 @@ impl Client {
             attempts += 1;
             let temp = TempFile::beside(path);
             // Progress counts the bytes once: a second attempt is not reported again.
-            let mut computed = self
+            let downloaded = self
                 .download_to(&target, &temp.path, &options, &check, attempts == 1)
-                .await?;
+                .await;
+            let mut computed = match downloaded {
+                // A range that did not match the MD5 Azure sent with it (logged where it was
+                // found): the attempt is damaged like one whose whole checksum does not match.
+                Err(Error::ChecksumMismatch { .. }) if attempts < DOWNLOAD_ATTEMPTS => continue,
+                other => other?,
+            };
             if let Some(algorithm) = check.second_pass() {
                 computed = digest_file(&temp.path, algorithm).await?;
             }
@@ -869,13 +875,9 @@ impl Client {
         file.set_len(size)
             .map_err(|e| file_error(temp, "sizing", e))?;
         let file = Arc::new(file);
-        let computed = if self.is_azure() {
-            self.download_in_blocks(target, &file, temp, options, check, count)
-                .await?
-        } else {
-            self.download_streamed(target, &file, temp, options, check, count)
-                .await?
-        };
+        let computed = self
+            .download_streamed(target, &file, temp, options, check, count)
+            .await?;
         tokio::task::spawn_blocking(move || file.sync_all())
             .await
             .map_err(|e| Error::UnexpectedResponse {
@@ -908,7 +910,13 @@ impl Client {
             parts: std::sync::Mutex::new(PartQueue {
                 ranges: Ranges::new(size, options.part_size, check),
                 index: 0,
-                span_parts: span_parts(size, options.part_size as u64, options.parts_in_flight),
+                // Azure sends the MD5 of a range of up to 4 MiB: one part per GET keeps it.
+                span_parts: if self.is_azure() && options.part_size as u64 <= TRANSACTIONAL_MD5_MAX
+                {
+                    1
+                } else {
+                    span_parts(size, options.part_size as u64, options.parts_in_flight)
+                },
             }),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
             writes,
@@ -931,77 +939,6 @@ impl Client {
         writer.await.map_err(|e| Error::UnexpectedResponse {
             what: format!("file writer failed: {e}"),
         })?;
-        Ok(crc.finish())
-    }
-
-    /// The Azure body of [`download_to`](Self::download_to): each range whole in a pooled block
-    /// through the batch reader, which checks every range of up to 4 MiB against the MD5 the service
-    /// computes for it (`x-ms-range-get-content-md5`).
-    async fn download_in_blocks(
-        &self,
-        target: &Target<'_>,
-        file: &Arc<std::fs::File>,
-        temp: &Path,
-        options: &TransferOptions,
-        check: &DownloadCheck,
-        count: bool,
-    ) -> Result<Computed> {
-        let size = target.size;
-        let mut ranges = Ranges::new(size, options.part_size, check);
-        // The ranges are GETs on the client's one scheduler, one per connection at a time (queue
-        // depth = connections = ranges in flight), each into a pooled block taken when its request
-        // is sent.
-        let mut reader = self.pinned_batch_reader(
-            target.bucket,
-            Some(target.etag.into()),
-            BatchOptions {
-                queue_depth: options.parts_in_flight,
-                connections: options.parts_in_flight,
-                pipelining: Pipelining::Auto,
-                coalesce: false,
-            },
-        )?;
-        let key: Arc<str> = target.key.into();
-        let algorithm = check.algorithm();
-        let mut crc = RangeCrcs::new(check, size);
-        // Ranges described in the queue ahead of those in flight: a few bytes each, no buffer.
-        let window = 2 * options.parts_in_flight as u64;
-        let mut index = 0u64;
-        loop {
-            while reader.outstanding() < window {
-                let Some((offset, len)) = ranges.next() else {
-                    break;
-                };
-                reader.submit(ReadRequest::new(
-                    index,
-                    Arc::clone(&key),
-                    offset,
-                    len as usize,
-                    Destination::Pooled,
-                ));
-                index += 1;
-            }
-            let Some(done) = reader.next().await else {
-                break;
-            };
-            let n = done.result?;
-            let (offset, len) = (done.offset, done.length);
-            let Some(Filled::Block(block)) = done.buffer else {
-                return Err(Error::UnexpectedResponse {
-                    what: format!("range at {offset} completed without its block"),
-                });
-            };
-            if n != len {
-                return Err(Error::UnexpectedResponse {
-                    what: format!("range at {offset} returned {n} of {len} bytes"),
-                });
-            }
-            let range_crc = write_part(file, temp, offset, block, len, algorithm).await?;
-            crc.landed(done.id, range_crc, offset, len as u64);
-            if count {
-                options.count(len as u64);
-            }
-        }
         Ok(crc.finish())
     }
 }
@@ -1314,39 +1251,6 @@ fn stopped() -> Error {
     }
 }
 
-/// Sums `block[..len]` and writes it at `offset` on the blocking pool; gives the block and the
-/// running sum back. Each 256 KiB piece is summed and then written while it is still in the CPU's
-/// cache, so the bytes are read from memory once, not twice (summing a whole 8 MiB part before
-/// writing it cost a 1 GiB download 0.17 client CPU s/GiB and 16 % of its speed; BENCHMARKS.md,
-/// "Download verification").
-async fn write_chunk(
-    file: &Arc<std::fs::File>,
-    path: &Path,
-    offset: u64,
-    block: PooledBlock,
-    len: usize,
-    mut sum: Option<Checksummer>,
-) -> Result<(PooledBlock, Option<Checksummer>)> {
-    use std::os::unix::fs::FileExt;
-    let file = Arc::clone(file);
-    tokio::task::spawn_blocking(move || {
-        let mut at = offset;
-        for piece in block[..len].chunks(SUMMED_READ) {
-            if let Some(sum) = &mut sum {
-                sum.update(piece);
-            }
-            file.write_all_at(piece, at)?;
-            at += piece.len() as u64;
-        }
-        Ok((block, sum))
-    })
-    .await
-    .map_err(|e| Error::UnexpectedResponse {
-        what: format!("file write task failed: {e}"),
-    })?
-    .map_err(|e: std::io::Error| file_error(path, "writing", e))
-}
-
 /// Attempts of a download whose assembled bytes do not match the stored full-object checksum.
 const DOWNLOAD_ATTEMPTS: u32 = 2;
 
@@ -1539,9 +1443,8 @@ impl Iterator for Ranges {
 
 /// The CRCs of a download's ranges, combined in range order as they land in any order: into one
 /// CRC of the whole object, or into one CRC per part whose CRCs make the composite checksum.
-/// Ranges land at most a window out of order (twice the ranges in flight for Azure; the parts of
-/// one span per worker for S3, 32 by default), so the ranges waiting for an earlier one are few
-/// whatever the object's size.
+/// Ranges land at most a window out of order (the parts of one span per worker, 32 by default), so
+/// the ranges waiting for an earlier one are few whatever the object's size.
 struct RangeCrcs {
     /// The CRC of the bytes combined so far (of the current part, for a composite).
     combined: Option<FullObjectCrc>,
@@ -1669,28 +1572,6 @@ async fn read_part_summed(
     })?;
     let sum = result.map_err(|e| file_error(path, "reading", e))?;
     Ok((block, sum))
-}
-
-/// Writes the first `len` bytes of `block` at `offset` of `file`, summed on the way (see
-/// [`write_chunk`]), then returns the block to the pool and the part's checksum.
-async fn write_part(
-    file: &Arc<std::fs::File>,
-    path: &Path,
-    offset: u64,
-    block: PooledBlock,
-    len: usize,
-    checksum: Option<ChecksumAlgorithm>,
-) -> Result<Option<ChecksumValue>> {
-    let (_, sum) = write_chunk(
-        file,
-        path,
-        offset,
-        block,
-        len,
-        checksum.map(Checksummer::new),
-    )
-    .await?;
-    Ok(sum.map(Checksummer::finalize))
 }
 
 /// A download's temporary file, removed when this is dropped unless it was renamed into place:

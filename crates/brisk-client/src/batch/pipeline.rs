@@ -533,7 +533,7 @@ async fn read_members(
 }
 
 /// The largest range whose MD5 Azure returns (`x-ms-range-get-content-md5`): 4 MiB.
-const TRANSACTIONAL_MD5_MAX: u64 = 4 * 1024 * 1024;
+pub(crate) const TRANSACTIONAL_MD5_MAX: u64 = 4 * 1024 * 1024;
 
 /// When the response carries the MD5 of the range it sent (`Content-MD5` on a 206, which Azure
 /// returns for `x-ms-range-get-content-md5`) and the range landed whole in one destination: the
