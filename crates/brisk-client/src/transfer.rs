@@ -616,8 +616,11 @@ impl Client {
     /// boundaries (part 1's size from a HEAD with `partNumber=1`; parts of equal size but the
     /// last, which is how every SDK uploads). A mismatch does not say which range was damaged, so
     /// the object is downloaded once more; a second mismatch is [`Error::ChecksumMismatch`], with no
-    /// file left behind. SHA-256 and SHA-1 checksums, and composite checksums of parts of unequal
-    /// size, are not checked (the `debug` event says so).
+    /// file left behind. A whole-object SHA-256 or SHA-1 (a single PUT's) is checked in a second
+    /// pass over the file, as is an MD5 ETag when `verify_md5_etag` asks for it; composite SHA
+    /// checksums, and composite checksums of parts of unequal size, are not checked (the `debug`
+    /// event says so). An object of at most one part whose size the caller gave
+    /// ([`TransferOptions::known_size`]) is one GET checked as [`Client::get_bytes`] checks it.
     pub async fn download(
         &self,
         bucket: &str,
