@@ -772,8 +772,9 @@ impl Client {
         ObjectMeta::new(py, meta)
     }
 
-    /// Downloads to a file with parallel ranged GETs; returns the size.
-    #[pyo3(signature = (bucket, key, path, *, progress=None))]
+    /// Downloads to a file with parallel ranged GETs; returns the size. `size`, when the caller
+    /// knows it (from a listing), makes an object of one part a single GET with no HEAD.
+    #[pyo3(signature = (bucket, key, path, *, progress=None, size=None))]
     fn download(
         &self,
         py: Python<'_>,
@@ -781,19 +782,32 @@ impl Client {
         key: String,
         path: PathBuf,
         progress: Option<Py<PyAny>>,
+        size: Option<u64>,
     ) -> PyResult<u64> {
         let client = self.inner();
         let Some(callback) = progress else {
-            let options = self.transfer_options(None);
+            let options = TransferOptions {
+                known_size: size,
+                ..self.transfer_options(None)
+            };
             let job = async move { client.download(&bucket, &key, &path, options).await };
             return spawn_wait(py, job, |_| Ok(()))?.py_err(py);
         };
-        // The total comes from a HEAD: one small request more, made only to report progress.
-        let total = wait(py, client.head(&bucket, &key))?
-            .py_err(py)?
-            .content_length;
+        // The total is the size given, or comes from a HEAD: one small request more, made only to
+        // report progress.
+        let total = match size {
+            Some(size) => size,
+            None => {
+                wait(py, client.head(&bucket, &key))?
+                    .py_err(py)?
+                    .content_length
+            }
+        };
         let counter = TransferProgress::new();
-        let options = self.transfer_options(Some(counter.clone()));
+        let options = TransferOptions {
+            known_size: size,
+            ..self.transfer_options(Some(counter.clone()))
+        };
         let mut reporter = ProgressReporter {
             callback,
             counter,

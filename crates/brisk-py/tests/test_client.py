@@ -388,6 +388,23 @@ def test_upload_and_download_with_progress(client, bucket, tmp_path):
     assert client.download(bucket, "big", str(tmp_path / "plain.bin")) == len(data)
 
 
+def test_a_download_of_known_size_is_one_get(client, bucket, tmp_path):
+    data = payload(3 * MiB + 5)
+    client.put(bucket, "small", data)
+    size = next(o.size for o in client.list(bucket, prefix="small"))
+    before = client.metrics()["requests"]
+    calls = []
+    dst = tmp_path / "small.bin"
+    got = client.download(bucket, "small", dst, size=size, progress=lambda d, t: calls.append((d, t)))
+    assert got == len(data) and dst.read_bytes() == data
+    assert client.metrics()["requests"] - before == 1, "one GET: no HEAD for the size or the total"
+    assert calls[-1] == (len(data), len(data))
+    # Without the size: a HEAD for the progress total, a HEAD for the download, and its GET.
+    before = client.metrics()["requests"]
+    client.download(bucket, "small", dst, progress=lambda d, t: None)
+    assert client.metrics()["requests"] - before == 3
+
+
 def test_unsigned_uploads_send_a_file_from_the_page_cache(server, client, bucket, tmp_path):
     src = tmp_path / "src.bin"
     data = payload(20 * MiB + 3)

@@ -193,12 +193,19 @@ class Client:
         arrive (Buffers, or byte counts with `into`; None where the range failed)."""
     def head(self, bucket: str, key: str) -> ObjectMeta: ...
     def download(
-        self, bucket: str, key: str, path: _Path, *, progress: _Progress | None = None
+        self,
+        bucket: str,
+        key: str,
+        path: _Path,
+        *,
+        progress: _Progress | None = None,
+        size: int | None = None,
     ) -> int:
         """Download to a file with parallel ranged GETs into pooled blocks (bounded memory); the
         file appears complete or not at all. `progress(bytes_done, total)` is called from the calling
-        thread at most every 0.1 s and once at the end; the transfer does not wait for it. Returns the
-        size."""
+        thread at most every 0.1 s and once at the end; the transfer does not wait for it. `size`,
+        when known (from `list`), makes an object of at most one part (8 MiB) a single GET with no
+        HEAD first, and is the progress total. Returns the size."""
     def upload(
         self,
         path: _Path,
