@@ -1182,15 +1182,20 @@ impl Client {
     }
 
     /// `download` as a coroutine (no progress callback).
+    #[pyo3(signature = (bucket, key, path, *, size=None))]
     fn download_async<'py>(
         &self,
         py: Python<'py>,
         bucket: String,
         key: String,
         path: PathBuf,
+        size: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.transfer_options(None);
+        let options = TransferOptions {
+            known_size: size,
+            ..self.transfer_options(None)
+        };
         aio::spawn(
             py,
             async move { client.download(&bucket, &key, &path, options).await },

@@ -403,6 +403,13 @@ def test_a_download_of_known_size_is_one_get(client, bucket, tmp_path):
     before = client.metrics()["requests"]
     client.download(bucket, "small", dst, progress=lambda d, t: None)
     assert client.metrics()["requests"] - before == 3
+    # The coroutine takes it too.
+    async def download_async():
+        return await client.download_async(bucket, "small", dst, size=size)
+
+    before = client.metrics()["requests"]
+    assert asyncio.run(download_async()) == len(data)
+    assert client.metrics()["requests"] - before == 1
 
 
 def test_unsigned_uploads_send_a_file_from_the_page_cache(server, client, bucket, tmp_path):
