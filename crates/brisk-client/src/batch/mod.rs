@@ -79,18 +79,6 @@ impl Client {
     /// Starts a batch of range reads of `bucket`. Must be called within a tokio runtime: the
     /// engine's tasks run on it.
     pub fn batch_reader(&self, bucket: &str, options: BatchOptions) -> Result<BatchReader> {
-        self.pinned_batch_reader(bucket, None, options)
-    }
-
-    /// [`batch_reader`](Self::batch_reader) whose every GET carries `If-Match: if_match`, so
-    /// that all ranges come from one version of the object (a changed object fails each read with
-    /// [`Error::ObjectChanged`]).
-    pub(crate) fn pinned_batch_reader(
-        &self,
-        bucket: &str,
-        if_match: Option<Arc<str>>,
-        options: BatchOptions,
-    ) -> Result<BatchReader> {
         check_bucket(bucket)?;
         if options.queue_depth == 0 || options.connections == 0 {
             return Err(Error::InvalidArgument {
@@ -108,7 +96,6 @@ impl Client {
         let scheduler = Scheduler::start(
             self.clone(),
             bucket,
-            if_match,
             options,
             sender,
             &runtime,

@@ -173,9 +173,6 @@ impl Lane {
             let range = format!("bytes={}-{}", work.start(), work.end() - 1);
             let mut spec = RequestSpec::new("GET", Some(&scheduler.bucket), Some(work.key()))
                 .header("range", range);
-            if let Some(etag) = &scheduler.if_match {
-                spec = spec.header("if-match", etag.to_string());
-            }
             if dialect.azure().is_some() && work.end() - work.start() <= TRANSACTIONAL_MD5_MAX {
                 // Azure returns the MD5 of a range up to 4 MiB: checked when the range lands.
                 spec = spec.header("x-ms-range-get-content-md5", "true");
@@ -345,14 +342,9 @@ impl Lane {
             .take()
             .expect("requests in flight have a connection");
         let mut response = Response { conn };
-        let mut error = scheduler.client.error_from(&mut response).await;
+        let error = scheduler.client.error_from(&mut response).await;
         self.conn = Some(response.conn);
         let work = self.in_flight.pop_front().expect("in flight");
-        if let (Error::PreconditionFailed(_), Some(etag)) = (&error, &scheduler.if_match) {
-            error = Error::ObjectChanged {
-                etag: etag.to_string(),
-            };
-        }
         let retryable = error.is_retryable();
         self.retry_or_fail(work, error, retryable);
         let conn = self.conn.as_mut().expect("kept above");

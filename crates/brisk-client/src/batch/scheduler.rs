@@ -80,8 +80,6 @@ pub(crate) fn shape(options: &BatchOptions, max_per_host: usize) -> (usize, usiz
 pub(crate) struct Scheduler {
     pub(crate) client: Client,
     pub(crate) bucket: Arc<str>,
-    /// `If-Match` sent with every GET (a download pins its parts to one version).
-    pub(crate) if_match: Option<Arc<str>>,
     pub(crate) pipelining: Pipelining,
     queue: Mutex<VecDeque<Work>>,
     wake: Notify,
@@ -97,11 +95,10 @@ pub(crate) struct Scheduler {
 
 impl Scheduler {
     /// Starts the lane tasks, `lane(scheduler)` each, on `runtime` (their connections are opened
-    /// when work comes); every GET carries `If-Match: if_match` when it is set.
+    /// when work comes).
     pub(crate) fn start<F>(
         client: Client,
         bucket: &str,
-        if_match: Option<Arc<str>>,
         options: BatchOptions,
         completions: mpsc::UnboundedSender<Completion>,
         runtime: &tokio::runtime::Handle,
@@ -114,7 +111,6 @@ impl Scheduler {
         let scheduler = Arc::new(Self {
             client,
             bucket: bucket.into(),
-            if_match,
             pipelining: options.pipelining,
             queue: Mutex::new(VecDeque::new()),
             wake: Notify::new(),
