@@ -114,13 +114,30 @@ pub(crate) fn stored_blob_md5(head: &ResponseHead) -> Option<Md5Digest> {
 
 /// Checks `data` against the MD5 its blob is stored with.
 pub(crate) fn verify_md5(bucket: &str, key: &str, expected: &Md5Digest, data: &[u8]) -> Result<()> {
-    let computed = Md5::digest(data);
+    md5_matches(
+        bucket,
+        key,
+        expected,
+        Md5::digest(data),
+        "the blob's Content-MD5",
+    )
+}
+
+/// Compares an MD5 `computed` over received bytes with the one the service sent (`sent`: which, in
+/// the warning a mismatch logs).
+pub(crate) fn md5_matches(
+    bucket: &str,
+    key: &str,
+    expected: &Md5Digest,
+    computed: Md5Digest,
+    sent: &str,
+) -> Result<()> {
     if computed == *expected {
         return Ok(());
     }
     tracing::warn!(
         bucket, key, expected = %expected.to_base64(), computed = %computed.to_base64(),
-        "received bytes do not match the blob's Content-MD5"
+        "received bytes do not match {sent}"
     );
     Err(Error::ChecksumMismatch {
         bucket: bucket.to_owned(),

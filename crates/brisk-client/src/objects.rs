@@ -648,8 +648,6 @@ impl Client {
     }
 }
 
-/// A whole-object response's composite CRC and the ETag to pin the part-layout HEAD to; `None`
-/// (and no allocation) for every other response.
 /// The `debug` event of a whole-object read: what its bytes will be checked against, if anything
 /// (the same words as a streamed download's, so `--debug` tells the same story for both).
 fn describe_check(
@@ -690,6 +688,8 @@ fn describe_check(
     }
 }
 
+/// A whole-object response's composite CRC and the ETag to pin the part-layout HEAD to; `None`
+/// (and no allocation) for every other response.
 fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String)> {
     let composite = crate::integrity::stored_composite(response.head())?;
     Some((composite, response.header("etag")?.to_owned()))

@@ -189,20 +189,13 @@ impl ObjectStream {
             response.release();
         }
         if let Some((expected, md5)) = self.range_md5.take() {
-            let computed = md5.finalize();
-            if computed != expected {
-                tracing::warn!(
-                    bucket = %self.bucket, key = %self.key, offset = self.start, length = self.length,
-                    "a range's bytes do not match the MD5 the service sent with them"
-                );
-                return Err(Error::ChecksumMismatch {
-                    bucket: self.bucket.clone(),
-                    key: self.key.clone(),
-                    algorithm: "MD5",
-                    expected: expected.to_base64(),
-                    computed: computed.to_base64(),
-                });
-            }
+            crate::integrity::md5_matches(
+                &self.bucket,
+                &self.key,
+                &expected,
+                md5.finalize(),
+                "the MD5 the service sent with the range",
+            )?;
         }
         match self.checksum.take() {
             // The bytes have gone to the caller: compare the value computed as they passed.

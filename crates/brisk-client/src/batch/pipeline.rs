@@ -549,20 +549,14 @@ fn range_md5_mismatch(
         return None;
     }
     let computed = brisk_wire::checksum::Md5::digest(&landed[..body_len as usize]);
-    if computed == expected {
-        return None;
-    }
-    tracing::warn!(
-        key = %member.key, offset = member.offset, length = body_len,
-        "a range's bytes do not match the MD5 the service sent with them; reading it again"
-    );
-    Some(Error::ChecksumMismatch {
-        bucket: bucket.to_owned(),
-        key: member.key.to_string(),
-        algorithm: "MD5",
-        expected: expected.to_base64(),
-        computed: computed.to_base64(),
-    })
+    crate::integrity::md5_matches(
+        bucket,
+        &member.key,
+        &expected,
+        computed,
+        "the MD5 the service sent with the range (it is read again)",
+    )
+    .err()
 }
 
 /// The error of a range that starts at or past the end of the object, as S3 reports one.
