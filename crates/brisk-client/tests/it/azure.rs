@@ -11,7 +11,10 @@ use brisk_client::{
 use brisk_testkit::azurite;
 use brisk_testkit::fault_proxy::{Fault, FaultProxy, Schedule};
 
-use crate::support::{azure_builder, azure_client, azurite, bounded, new_bucket, pattern};
+use crate::support::{
+    azure_builder, azure_client, azure_client_through, azurite, bounded, new_bucket, pattern,
+    pattern_file,
+};
 
 const MIB: usize = 1024 * 1024;
 const STEP: Duration = Duration::from_secs(180);
@@ -112,9 +115,7 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
         let c = azure_client();
         let container = new_bucket(&c, "az-transfer").await;
         let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("source.bin");
-        let body = pattern(21 * MIB + 12_345, 11);
-        std::fs::write(&source, &body).unwrap();
+        let (source, body) = pattern_file(dir.path(), 21 * MIB + 12_345, 11);
 
         let sent = TransferProgress::new();
         let uploaded = c
@@ -350,12 +351,7 @@ async fn a_read_cut_mid_body_resumes_pinned_to_the_etag_and_a_flipped_byte_is_ca
         let body = pattern(3 * MIB + 7, 9);
         c.put(&container, "obj", &body).await.unwrap();
         let port = azurite().port;
-        let through = |proxy: &FaultProxy| {
-            azure_builder()
-                .endpoint(format!("{}/{}", proxy.endpoint, azurite::ACCOUNT))
-                .build()
-                .unwrap()
-        };
+        let through = |proxy: &FaultProxy| azure_client_through(&proxy.endpoint);
 
         let reset =
             FaultProxy::start(port, Fault::ResetAt { at: MIB as u64 }, Schedule::First(1)).await;
@@ -435,9 +431,7 @@ async fn a_download_checks_each_range_against_the_md5_azure_sends() {
         let c = azure_client();
         let container = new_bucket(&c, "az-range-md5").await;
         let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("source.bin");
-        let body = pattern(6 * MIB + 99, 12);
-        std::fs::write(&source, &body).unwrap();
+        let (source, body) = pattern_file(dir.path(), 6 * MIB + 99, 12);
         let five_mib_blocks = TransferOptions {
             part_size: 5 * MIB,
             ..TransferOptions::default()
@@ -448,12 +442,7 @@ async fn a_download_checks_each_range_against_the_md5_azure_sends() {
             .unwrap();
         assert_eq!(uploaded.parts, 2);
         let port = azurite().port;
-        let through = |proxy: &FaultProxy| {
-            azure_builder()
-                .endpoint(format!("{}/{}", proxy.endpoint, azurite::ACCOUNT))
-                .build()
-                .unwrap()
-        };
+        let through = |proxy: &FaultProxy| azure_client_through(&proxy.endpoint);
         let out = dir.path().join("out");
         std::fs::create_dir(&out).unwrap();
         let target = out.join("copy.bin");

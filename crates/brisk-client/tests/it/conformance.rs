@@ -14,7 +14,9 @@ use brisk_client::{Credentials, Error, ListOptions, PutOptions};
 use brisk_testkit::fault_proxy::{Fault, FaultProxy, Schedule};
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
 
-use crate::support::{self, TestServer, anonymous_brisk_server, bounded, new_bucket, pattern};
+use crate::support::{
+    self, TestServer, anonymous_brisk_server, bounded, new_bucket, pattern, pattern_file,
+};
 
 /// The server this copy of the suite runs against.
 fn server() -> &'static TestServer {
@@ -90,9 +92,7 @@ async fn damaged_once_then_always(
 async fn uploaded_object(c: &Client, name: &str, size: usize, seed: u8) -> Uploaded {
     let bucket = new_bucket(c, name).await;
     let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("source.bin");
-    let body = pattern(size, seed);
-    std::fs::write(&source, &body).unwrap();
+    let (source, body) = pattern_file(dir.path(), size, seed);
     let parts = c
         .upload(&bucket, "obj", &source, TransferOptions::default())
         .await

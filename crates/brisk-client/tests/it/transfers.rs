@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::support::{bounded, builder, client, new_bucket, pattern};
+use crate::support::{bounded, builder, client, new_bucket, pattern, pattern_file};
 use brisk_client::{Error, TransferOptions, TransferProgress};
 
 const MIB: usize = 1024 * 1024;
@@ -24,9 +24,7 @@ async fn multipart_upload_then_parallel_download() {
         let c = client();
         let bucket = new_bucket(&c, "transfer").await;
         let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("source.bin");
-        let body = pattern(21 * MIB + 12_345, 11);
-        std::fs::write(&source, &body).unwrap();
+        let (source, body) = pattern_file(dir.path(), 21 * MIB + 12_345, 11);
 
         let sent = TransferProgress::new();
         let options = TransferOptions {

@@ -172,6 +172,25 @@ pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
+/// A file `source.bin` in `dir` holding `pattern(len, seed)`; returns its path and its bytes.
+pub fn pattern_file(dir: &std::path::Path, len: usize, seed: u8) -> (std::path::PathBuf, Vec<u8>) {
+    let source = dir.join("source.bin");
+    let body = pattern(len, seed);
+    std::fs::write(&source, &body).unwrap();
+    (source, body)
+}
+
+/// A client of Azurite through `proxy` (a fault proxy in front of it).
+pub fn azure_client_through(proxy_endpoint: &str) -> Client {
+    azure_builder()
+        .endpoint(format!(
+            "{proxy_endpoint}/{}",
+            brisk_testkit::azurite::ACCOUNT
+        ))
+        .build()
+        .expect("Azure test client")
+}
+
 /// Runs `future` with a time limit, so a hung server or client fails the test instead of hanging it.
 pub async fn bounded<F: std::future::Future>(limit: Duration, future: F) -> F::Output {
     tokio::time::timeout(limit, future)
