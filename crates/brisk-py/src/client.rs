@@ -127,6 +127,18 @@ impl Client {
             ..self.transfer.clone()
         }
     }
+
+    /// A download's options: the client's, with the object's size when the caller gave it.
+    fn download_options(
+        &self,
+        progress: Option<TransferProgress>,
+        size: Option<u64>,
+    ) -> TransferOptions {
+        TransferOptions {
+            known_size: size,
+            ..self.transfer_options(progress)
+        }
+    }
 }
 
 /// A `get_ranges` batch checked and ready to run.
@@ -786,10 +798,7 @@ impl Client {
     ) -> PyResult<u64> {
         let client = self.inner();
         let Some(callback) = progress else {
-            let options = TransferOptions {
-                known_size: size,
-                ..self.transfer_options(None)
-            };
+            let options = self.download_options(None, size);
             let job = async move { client.download(&bucket, &key, &path, options).await };
             return spawn_wait(py, job, |_| Ok(()))?.py_err(py);
         };
@@ -804,10 +813,7 @@ impl Client {
             }
         };
         let counter = TransferProgress::new();
-        let options = TransferOptions {
-            known_size: size,
-            ..self.transfer_options(Some(counter.clone()))
-        };
+        let options = self.download_options(Some(counter.clone()), size);
         let mut reporter = ProgressReporter {
             callback,
             counter,
@@ -1192,10 +1198,7 @@ impl Client {
         size: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = TransferOptions {
-            known_size: size,
-            ..self.transfer_options(None)
-        };
+        let options = self.download_options(None, size);
         aio::spawn(
             py,
             async move { client.download(&bucket, &key, &path, options).await },
