@@ -44,6 +44,7 @@ pub mod error;
 mod file_send;
 pub mod integrity;
 pub mod list;
+mod low_water;
 pub mod metrics;
 pub mod objects;
 mod pool;

@@ -223,6 +223,7 @@ impl ConnectionPool {
                 _permit: permit,
                 reused: true,
                 responses: idle.responses,
+                low_water: 1,
             });
         }
         let conn = self.connect(address, host, port).await?;
@@ -234,6 +235,7 @@ impl ConnectionPool {
             _permit: permit,
             reused: false,
             responses: 0,
+            low_water: 1,
         })
     }
 
@@ -331,9 +333,29 @@ pub(crate) struct PooledConnection {
     /// (the batch scheduler tells a server that ends connections after one response from one
     /// that ends them after many).
     responses: u64,
+    /// The socket's receive low-water mark as last set (1, the kernel's default, unless a reader
+    /// raised it); see [`wake_after`](Self::wake_after).
+    low_water: usize,
 }
 
 impl PooledConnection {
+    /// Asks the kernel to wake a read waiting on this connection only once `bytes` have arrived
+    /// (`SO_RCVLOWAT`, plain TCP on Linux; see [`crate::low_water`]). The caller must not ask for
+    /// more than the bytes still to come on the connection, or the read waits until the body's
+    /// timeout. The mark goes back to 1 when the connection is released.
+    pub(crate) fn wake_after(&mut self, bytes: usize) {
+        let bytes = bytes.max(1);
+        if bytes == self.low_water {
+            return;
+        }
+        if let Transport::Tcp(socket) = self.conn.get_ref() {
+            match crate::low_water::set(socket, bytes) {
+                Ok(()) => self.low_water = bytes,
+                Err(e) => tracing::debug!(error = %e, "cannot set the receive low-water mark"),
+            }
+        }
+    }
+
     /// The connection.
     pub(crate) fn conn(&mut self) -> &mut Connection {
         &mut self.conn
@@ -366,7 +388,14 @@ impl PooledConnection {
 
     /// Returns the connection to the idle list if both ends keep it alive (the response head says
     /// so) and its last response was read completely; otherwise closes it.
-    pub(crate) fn release(self) {
+    pub(crate) fn release(mut self) {
+        if self.low_water != 1 {
+            self.wake_after(1);
+            if self.low_water != 1 {
+                // A mark left raised would hold up the next response's reads: close instead.
+                return;
+            }
+        }
         let Self {
             conn,
             head,

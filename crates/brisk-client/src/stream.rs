@@ -48,6 +48,9 @@ pub struct ObjectStream {
     retry: RetryContext,
     /// The wait decided by the last failure, taken before the resumed read.
     backoff: Duration,
+    /// How many bytes the socket should hold before a waiting read wakes (0: the kernel's
+    /// default, a byte); see [`wake_after`](Self::wake_after).
+    wake_after: usize,
 }
 
 impl std::fmt::Debug for ObjectStream {
@@ -122,6 +125,7 @@ impl ObjectStream {
             range_md5: None,
             retry: RetryContext::new(client.config().retry),
             backoff: Duration::ZERO,
+            wake_after: 0,
         }
     }
 
@@ -150,6 +154,7 @@ impl ObjectStream {
             if self.received == self.length {
                 return self.finish().map(|()| 0);
             }
+            self.apply_wake_after();
             let Some(response) = self.response.as_mut() else {
                 self.resume().await?;
                 continue;
@@ -181,6 +186,31 @@ impl ObjectStream {
                 }
             }
         }
+    }
+
+    /// Lets a read that waits on the socket sleep until `bytes` have arrived, or what is left of
+    /// the response if that is less (0 goes back to waking for every byte). For a reader that takes
+    /// large blocks, and that is sometimes busy elsewhere while the server keeps sending: each
+    /// segment that arrives would otherwise wake it for nothing (see [`crate::low_water`]). Applies
+    /// to plain TCP on Linux; elsewhere nothing changes.
+    pub(crate) fn wake_after(&mut self, bytes: usize) {
+        self.wake_after = bytes;
+        self.apply_wake_after();
+    }
+
+    /// Sets the connection's low-water mark for the next read: never above the bytes still to
+    /// come from the socket (what is left of the response, less what the connection has already
+    /// buffered), so a read can not wait for bytes that are not coming.
+    fn apply_wake_after(&mut self) {
+        let Some(response) = self.response.as_mut() else {
+            return;
+        };
+        let buffered = response.conn.conn().buffered().len() as u64;
+        let to_come = (self.length - self.received).saturating_sub(buffered);
+        let bytes = usize::try_from(to_come)
+            .unwrap_or(usize::MAX)
+            .min(self.wake_after);
+        response.conn.wake_after(bytes);
     }
 
     /// At the end: gives the connection back and checks the checksum.

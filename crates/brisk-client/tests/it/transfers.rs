@@ -239,3 +239,45 @@ async fn a_download_dropped_part_way_leaves_nothing_behind() {
     })
     .await;
 }
+
+/// A download raises its sockets' receive low-water mark (a read wakes only once a block's worth
+/// has arrived); the mark must be back at one byte when the connection goes back to the pool, or
+/// the next small response on it would not wake its reader until the read timeout. (Two things
+/// bring it back: the mark never exceeds what is left of the body, and releasing a connection
+/// resets it; with both taken out this test fails.) One connection, a 2 s read timeout: a small
+/// GET and a HEAD after the download answer on the same connection.
+#[tokio::test]
+async fn a_connection_reused_after_a_download_reads_small_answers() {
+    bounded(STEP, async {
+        let c = builder()
+            .max_connections_per_host(1)
+            .read_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let bucket = new_bucket(&c, "lowwater").await;
+        let body = pattern(5 * MIB + 123, 17);
+        c.put(&bucket, "big", &body).await.unwrap();
+        c.put(&bucket, "small", b"ten bytes!").await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("big");
+        let options = TransferOptions {
+            part_size: MIB,
+            parts_in_flight: 1,
+            ..TransferOptions::default()
+        };
+        c.download(&bucket, "big", &target, options).await.unwrap();
+        assert!(std::fs::read(&target).unwrap() == body);
+        let opened = c.metrics().connections_opened;
+        assert_eq!(
+            &c.get_bytes(&bucket, "small").await.unwrap()[..],
+            b"ten bytes!"
+        );
+        assert_eq!(c.head(&bucket, "small").await.unwrap().content_length, 10);
+        assert_eq!(
+            c.metrics().connections_opened,
+            opened,
+            "the small answers came on the download's connection, without a timeout"
+        );
+    })
+    .await;
+}
