@@ -695,12 +695,22 @@ fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String
     Some((composite, response.header("etag")?.to_owned()))
 }
 
+/// How many bytes a socket holds before it wakes a read into an exact buffer: 1 MiB. A get of
+/// 1 GiB from MinIO was woken about 7,000 times with the kernel's default of a byte, and about
+/// 1,100 times with this, for about 4 % less CPU (BENCHMARKS.md).
+const EXACT_READ_WAKE_AFTER: usize = 1 << 20;
+
 /// Reads the body into all of `dst`, returning how many bytes arrived and whether it completed.
+/// `dst` is exactly what is left of the body (callers size it from `Content-Length`): the socket's
+/// low-water mark is kept within it.
 async fn read_body_exact(response: &mut Response, dst: &mut [u8]) -> (usize, Result<()>) {
-    let conn = response.conn.conn();
     let mut filled = 0;
     while filled < dst.len() {
-        match conn.read_body(&mut dst[filled..]).await {
+        // A wake-up per MiB (or for the whole body, if less), not per segment.
+        response
+            .conn
+            .wake_for((dst.len() - filled) as u64, EXACT_READ_WAKE_AFTER);
+        match response.conn.conn().read_body(&mut dst[filled..]).await {
             Ok(0) => {
                 return (
                     filled,

@@ -339,11 +339,19 @@ pub(crate) struct PooledConnection {
 }
 
 impl PooledConnection {
-    /// Asks the kernel to wake a read waiting on this connection only once `bytes` have arrived
-    /// (`SO_RCVLOWAT`, plain TCP on Linux; see [`crate::low_water`]). The caller must not ask for
-    /// more than the bytes still to come on the connection, or the read waits until the body's
-    /// timeout. The mark goes back to 1 when the connection is released.
-    pub(crate) fn wake_after(&mut self, bytes: usize) {
+    /// Asks the kernel to wake a read waiting on this connection only once `cap` bytes have
+    /// arrived, or all the bytes still to come if fewer: `body_left` (what is left of the
+    /// response's body) less what the connection has buffered already. So a read never waits for
+    /// bytes that are not coming. `SO_RCVLOWAT`, plain TCP on Linux; see [`crate::low_water`]. The
+    /// mark goes back to 1 when the connection is released.
+    pub(crate) fn wake_for(&mut self, body_left: u64, cap: usize) {
+        let buffered = self.conn.buffered().len() as u64;
+        let to_come = body_left.saturating_sub(buffered);
+        self.wake_after(usize::try_from(to_come).unwrap_or(usize::MAX).min(cap));
+    }
+
+    /// Sets the mark itself: the caller makes sure `bytes` are coming.
+    fn wake_after(&mut self, bytes: usize) {
         let bytes = bytes.max(1);
         if bytes == self.low_water {
             return;

@@ -198,19 +198,14 @@ impl ObjectStream {
         self.apply_wake_after();
     }
 
-    /// Sets the connection's low-water mark for the next read: never above the bytes still to
-    /// come from the socket (what is left of the response, less what the connection has already
-    /// buffered), so a read can not wait for bytes that are not coming.
+    /// Sets the connection's low-water mark for the next read, never above the bytes still to come.
     fn apply_wake_after(&mut self) {
         let Some(response) = self.response.as_mut() else {
             return;
         };
-        let buffered = response.conn.conn().buffered().len() as u64;
-        let to_come = (self.length - self.received).saturating_sub(buffered);
-        let bytes = usize::try_from(to_come)
-            .unwrap_or(usize::MAX)
-            .min(self.wake_after);
-        response.conn.wake_after(bytes);
+        response
+            .conn
+            .wake_for(self.length - self.received, self.wake_after);
     }
 
     /// At the end: gives the connection back and checks the checksum.
