@@ -316,7 +316,8 @@ impl Client {
             length,
             capacity: usize::MAX,
         })?;
-        let mut buf = ExactBuf::new(self.memory_budget(), length).await?;
+        // Populated a step ahead of the body rather than all before it (see `ReadTarget`).
+        let mut buf = ExactBuf::new_unpopulated(self.memory_budget(), length).await?;
         self.read_resuming(bucket, key, response, 0, &mut buf)
             .await?;
         if let Some(expected) = expected {
@@ -446,20 +447,20 @@ impl Client {
     /// Reads `response`'s body, which holds the object's bytes from `offset` on, into all of `dst`.
     /// If the connection fails midway, the missing bytes are fetched with a ranged GET pinned to the
     /// response's ETag (`If-Match`), within the retry policy's attempts.
-    async fn read_resuming(
+    async fn read_resuming<T: ReadTarget + ?Sized>(
         &self,
         bucket: &str,
         key: &str,
         response: Response,
         offset: u64,
-        dst: &mut [u8],
+        dst: &mut T,
     ) -> Result<()> {
         let etag = response.header("etag").map(str::to_owned);
         let mut retry = RetryContext::new(self.config().retry);
         let mut response = response;
         let mut filled = 0usize;
         loop {
-            let (read, outcome) = read_body_exact(&mut response, &mut dst[filled..]).await;
+            let (read, outcome) = read_body_exact(&mut response, dst, filled).await;
             filled += read;
             let error = match outcome {
                 Ok(()) => {
@@ -482,7 +483,7 @@ impl Client {
                 bucket, key, attempt = retry.attempt(), resume_at = from, %error,
                 "read failed mid-body; resuming with a ranged GET pinned to the ETag"
             );
-            let last = offset + dst.len() as u64 - 1;
+            let last = offset + dst.bytes().len() as u64 - 1;
             let spec = RequestSpec::new("GET", Some(bucket), Some(key))
                 .header("if-match", etag)
                 .header("range", format!("bytes={from}-{last}"));
@@ -695,33 +696,88 @@ fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String
     Some((composite, response.header("etag")?.to_owned()))
 }
 
+/// Where an exact read lands: a caller's slice, or a buffer of this client's own whose pages are
+/// made resident a step ahead of the bytes.
+///
+/// Why ahead rather than first: populating a fresh buffer of 1 GiB takes about 0.3 s on this
+/// project's VMs, and done before the first body byte is read, the server waits on a full socket
+/// all that time; done in [`POPULATE_AHEAD`] steps as the body arrives, it overlaps the server's
+/// sending. Populated rather than faulted by the socket's copy: a page fault inside the kernel's
+/// copy costs far more than populating (`brisk_mem::exact`), and faulting from user space cost
+/// 5–20 % more CPU here (BENCHMARKS.md).
+trait ReadTarget {
+    /// The bytes the body is read into, all of them.
+    fn bytes(&mut self) -> &mut [u8];
+    /// Makes the pages under `range` resident before the body's bytes are read into them.
+    fn prepare(&mut self, _range: std::ops::Range<usize>) {}
+}
+
+impl ReadTarget for [u8] {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl ReadTarget for ExactBuf {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+
+    fn prepare(&mut self, range: std::ops::Range<usize>) {
+        self.populate(range);
+    }
+}
+
+/// How far ahead of the body a [`ReadTarget`] is populated: 2 MiB at a time, once less than that
+/// is left populated ahead of the bytes read, so at most 4 MiB (about 1 ms of populating here,
+/// which a socket's buffer absorbs).
+const POPULATE_AHEAD: usize = 2 << 20;
+
 /// How many bytes a socket holds before it wakes a read into an exact buffer: 1 MiB. A get of
 /// 1 GiB from MinIO was woken about 7,000 times with the kernel's default of a byte, and about
 /// 1,100 times with this, for about 4 % less CPU (BENCHMARKS.md).
 const EXACT_READ_WAKE_AFTER: usize = 1 << 20;
 
-/// Reads the body into all of `dst`, returning how many bytes arrived and whether it completed.
-/// `dst` is exactly what is left of the body (callers size it from `Content-Length`): the socket's
-/// low-water mark is kept within it.
-async fn read_body_exact(response: &mut Response, dst: &mut [u8]) -> (usize, Result<()>) {
-    let mut filled = 0;
-    while filled < dst.len() {
+/// Reads the body into all of `dst` from position `from` on, returning how many bytes arrived and
+/// whether it completed. `dst[from..]` is exactly what is left of the body (callers size it from
+/// `Content-Length`): the socket's low-water mark is kept within it.
+async fn read_body_exact<T: ReadTarget + ?Sized>(
+    response: &mut Response,
+    dst: &mut T,
+    from: usize,
+) -> (usize, Result<()>) {
+    let len = dst.bytes().len();
+    let mut filled = from;
+    let mut ready = from;
+    while filled < len {
+        if ready < len && ready - filled < POPULATE_AHEAD {
+            let end = (ready + POPULATE_AHEAD).min(len);
+            dst.prepare(ready..end);
+            ready = end;
+        }
         // A wake-up per MiB (or for the whole body, if less), not per segment.
         response
             .conn
-            .wake_for((dst.len() - filled) as u64, EXACT_READ_WAKE_AFTER);
-        match response.conn.conn().read_body(&mut dst[filled..]).await {
+            .wake_for((len - filled) as u64, EXACT_READ_WAKE_AFTER);
+        // Never read past what is resident: the copy would fault.
+        let until = ready.max(filled + 1).min(len);
+        match response
+            .conn
+            .conn()
+            .read_body(&mut dst.bytes()[filled..until])
+            .await
+        {
             Ok(0) => {
                 return (
-                    filled,
+                    filled - from,
                     Err(Error::UnexpectedResponse {
-                        what: format!("body ended after {filled} of {} bytes", dst.len()),
+                        what: format!("body ended after {filled} of {len} bytes"),
                     }),
                 );
             }
             Ok(n) => filled += n,
-            Err(e) => return (filled, Err(Error::Http(e))),
+            Err(e) => return (filled - from, Err(Error::Http(e))),
         }
     }
-    (filled, Ok(()))
+    (filled - from, Ok(()))
 }

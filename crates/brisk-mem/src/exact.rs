@@ -10,7 +10,9 @@
 //!   populated), and what glibc keeps resident after such a buffer is freed is small.
 //! - **From [`MAPPED_MIN_LEN`] up: an anonymous private mapping of `n` bytes (rounded up to whole
 //!   pages), populated when it is created** (`MAP_POPULATE`): every page is resident and zeroed before
-//!   the first byte of the body arrives, and the socket's copy into it takes no page faults.
+//!   the first byte of the body arrives, and the socket's copy into it takes no page faults. Or,
+//!   with [`ExactBuf::new_unpopulated`], populated by the caller a step ahead of its writes
+//!   ([`ExactBuf::populate`]), so that the populating overlaps the server's sending.
 //!
 //! Why populate: a fresh buffer that the socket fills faults once per 4 KiB page *inside* the
 //! kernel's copy, and on this project's VMs those faults cost more than the copy itself. Receiving
@@ -51,13 +53,13 @@ enum Memory {
 }
 
 impl Memory {
-    fn new(len: usize) -> Self {
+    fn new(len: usize, populate: bool) -> Self {
         if len < MAPPED_MIN_LEN {
             return Memory::Heap(vec![0u8; len]);
         }
         // An anonymous mapping fails only when the address space or the kernel's map count is
         // exhausted, the condition under which a heap allocation of the same size aborts the process.
-        let map = AnonMapping::new(len, true)
+        let map = AnonMapping::new(len, populate)
             .unwrap_or_else(|e| panic!("mapping a {len} byte exact buffer failed: {e}"));
         Memory::Mapped(map)
     }
@@ -124,10 +126,31 @@ impl ExactBuf {
     /// earlier (at schedule time). From [`MAPPED_MIN_LEN`] up the pages are made resident here, before
     /// the caller writes them.
     pub fn from_reservation(reservation: Reservation) -> Self {
-        let memory = Memory::new(reservation.size());
+        let memory = Memory::new(reservation.size(), true);
         ExactBuf {
             memory,
             reservation,
+        }
+    }
+
+    /// Like [`new`](ExactBuf::new), but a mapped buffer's pages are not made resident here: the
+    /// caller makes them resident with [`populate`](ExactBuf::populate) a step ahead of its writes,
+    /// so that the work overlaps whatever produces the bytes (a server sending the body), instead
+    /// of coming before it. The bytes read as zero either way.
+    pub async fn new_unpopulated(budget: &MemoryBudget, len: usize) -> Result<Self, BudgetError> {
+        let reservation = budget.acquire(len).await?;
+        Ok(ExactBuf {
+            memory: Memory::new(reservation.size(), false),
+            reservation,
+        })
+    }
+
+    /// Makes the pages under `range` (byte positions, clamped to the buffer) resident
+    /// (`MADV_POPULATE_WRITE`), so that the writes that follow take no page faults. Nothing
+    /// changes for a heap buffer or for pages already resident, and the bytes never change.
+    pub fn populate(&mut self, range: std::ops::Range<usize>) {
+        if let Memory::Mapped(map) = &mut self.memory {
+            map.populate_range(range);
         }
     }
 

@@ -28,8 +28,9 @@
 //!   [`BufferPool::global`] is the process-wide pool; private pools serve tests or keep a server's
 //!   memory apart from a client's.
 //! - [`ExactBuf`]: one buffer of exactly N bytes, for reading a whole object of known length: a heap
-//!   vector below [`MAPPED_MIN_LEN`] (1 MiB), from there up an anonymous mapping populated in advance,
-//!   so the socket's copy into it takes no page faults.
+//!   vector below [`MAPPED_MIN_LEN`] (1 MiB), from there up an anonymous mapping populated in advance
+//!   (at creation, or a step ahead of the writes with [`ExactBuf::populate`]), so the socket's copy
+//!   into it takes no page faults.
 //!
 //! # Metrics
 //!

@@ -283,6 +283,31 @@ impl AnonMapping {
         }
     }
 
+    /// Make the pages under `range` (byte positions in the buffer, clamped to it) resident, as
+    /// [`populate`](Self::populate) does for the whole buffer. The bytes do not change: pages
+    /// already resident are left as they are, and where the kernel lacks `MADV_POPULATE_WRITE` each
+    /// page is written with the byte it holds.
+    pub(crate) fn populate_range(&mut self, range: std::ops::Range<usize>) {
+        let end = range.end.min(self.len);
+        // The buffer starts on a page boundary, so positions round to pages within it.
+        let start = range.start - range.start % BASE_PAGE_SIZE;
+        if start >= end {
+            return;
+        }
+        if self
+            .map
+            .advise_range(Advice::PopulateWrite, self.offset + start, end - start)
+            .is_ok()
+        {
+            return;
+        }
+        for page in self[start..end].chunks_mut(BASE_PAGE_SIZE) {
+            // A write of the byte the page holds: the fault is the point (`black_box` keeps the
+            // write from being optimised away).
+            page[0] = std::hint::black_box(page[0]);
+        }
+    }
+
     /// How many 2 MiB ranges of the buffer were marked for huge pages (under THP `always`, every whole
     /// range: the kernel backs them when it can).
     pub(crate) fn huge_ranges(&self) -> usize {
@@ -382,6 +407,12 @@ Node 0, zone   Normal  10544  11799   3557   7433   1515   6637   3129   1601   
 
     /// The `AnonHugePages` of the mapping holding `address`, in KiB, from `/proc/self/smaps`.
     fn anon_huge_kib_at(address: usize) -> Option<usize> {
+        smaps_kib_at(address, "AnonHugePages:")
+    }
+
+    /// A `/proc/self/smaps` field (`Rss:`, `AnonHugePages:`) of the mapping holding `address`,
+    /// in KiB.
+    fn smaps_kib_at(address: usize, field: &str) -> Option<usize> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
         let mut inside = false;
         for line in smaps.lines() {
@@ -393,11 +424,36 @@ Node 0, zone   Normal  10544  11799   3557   7433   1515   6637   3129   1601   
                 )
             {
                 inside = start <= address && address < end;
-            } else if inside && let Some(kib) = line.strip_prefix("AnonHugePages:") {
+            } else if inside && let Some(kib) = line.strip_prefix(field) {
                 return kib.trim().trim_end_matches("kB").trim().parse().ok();
             }
         }
         None
+    }
+
+    /// Populating a range makes its pages resident and leaves every byte as it was, including
+    /// those already written in its first page; a range past the end is clamped.
+    #[test]
+    fn populating_a_range_makes_it_resident_and_changes_no_byte() {
+        const MIB: usize = 1 << 20;
+        let len = 4 * MIB + 123;
+        let mut map = AnonMapping::with_mode(len, false, HugePageMode::Never).unwrap();
+        // Its own flags, so that the kernel does not merge it with a neighbouring mapping (another
+        // test's) whose pages would count in its `Rss`.
+        map.map.advise(Advice::DontFork).unwrap();
+        let address = map.as_ptr() as usize;
+        let rss = || smaps_kib_at(address, "Rss:").unwrap();
+        assert!(rss() < 64, "{} KiB resident before any write", rss());
+        map[10] = 1;
+        map[5000] = 2;
+        map.populate_range(5001..2 * MIB);
+        assert!(rss() >= 2 * MIB / 1024 - 4, "{} KiB resident", rss());
+        assert!(rss() < 3 * MIB / 1024, "{} KiB resident", rss());
+        map.populate_range(3 * MIB..len + 4096);
+        assert!(rss() >= 3 * MIB / 1024, "{} KiB resident", rss());
+        assert_eq!((map[10], map[5000]), (1, 2));
+        let nonzero = map.iter().filter(|&&b| b != 0).count();
+        assert_eq!(nonzero, 2);
     }
 
     #[test]
