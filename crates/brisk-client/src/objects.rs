@@ -381,6 +381,26 @@ impl Client {
         self.get_range_pinned(bucket, key, offset, dst, None).await
     }
 
+    /// Reads up to `len` bytes of the object from byte `offset` (a ranged GET) into a new buffer of
+    /// exactly `len` bytes, paid for by the client's memory budget, and returns it with how many
+    /// bytes arrived: fewer than `len` only at the end of the object. An `offset` at or past the
+    /// end is [`Error::InvalidRange`]. Unlike [`get_range_into`](Self::get_range_into) with an
+    /// [`ExactBuf`] of one's own, the buffer's pages are made resident a step ahead of the body,
+    /// as [`get_bytes`](Self::get_bytes) does, not all before the first byte arrives.
+    pub async fn get_range_bytes(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<(ExactBuf, usize)> {
+        let mut buf = ExactBuf::new_unpopulated(self.memory_budget(), len).await?;
+        let n = self
+            .get_range_pinned(bucket, key, offset, &mut buf, None)
+            .await?;
+        Ok((buf, n))
+    }
+
     /// [`get_range_into`](Self::get_range_into), only if the object's ETag is still `etag`
     /// (`If-Match`): the parts of a parallel download all come from one version of the object.
     /// A changed object is [`Error::ObjectChanged`].
@@ -396,20 +416,21 @@ impl Client {
             .await
     }
 
-    async fn get_range_pinned(
+    async fn get_range_pinned<T: ReadTarget + ?Sized>(
         &self,
         bucket: &str,
         key: &str,
         offset: u64,
-        dst: &mut [u8],
+        dst: &mut T,
         etag: Option<&str>,
     ) -> Result<usize> {
         check_bucket(bucket)?;
         check_key(key)?;
-        if dst.is_empty() {
+        let capacity = dst.bytes().len();
+        if capacity == 0 {
             return Ok(0);
         }
-        let last = offset + dst.len() as u64 - 1;
+        let last = offset + capacity as u64 - 1;
         let mut spec = RequestSpec::new("GET", Some(bucket), Some(key))
             .header("range", format!("bytes={offset}-{last}"));
         if let Some(etag) = etag {
@@ -432,14 +453,15 @@ impl Client {
             });
         }
         let length = body_length(&response)?;
-        if length > dst.len() as u64 {
-            return Err(Error::BufferTooSmall {
-                length,
-                capacity: dst.len(),
-            });
+        if length > capacity as u64 {
+            return Err(Error::BufferTooSmall { length, capacity });
         }
         let length = length as usize;
-        self.read_resuming(bucket, key, response, offset, &mut dst[..length])
+        let mut head = Head {
+            target: dst,
+            length,
+        };
+        self.read_resuming(bucket, key, response, offset, &mut head)
             .await?;
         Ok(length)
     }
@@ -725,6 +747,22 @@ impl ReadTarget for ExactBuf {
 
     fn prepare(&mut self, range: std::ops::Range<usize>) {
         self.populate(range);
+    }
+}
+
+/// The first `length` bytes of a [`ReadTarget`]: a range shorter than the buffer it is read into.
+struct Head<'a, T: ?Sized> {
+    target: &'a mut T,
+    length: usize,
+}
+
+impl<T: ReadTarget + ?Sized> ReadTarget for Head<'_, T> {
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.target.bytes()[..self.length]
+    }
+
+    fn prepare(&mut self, range: std::ops::Range<usize>) {
+        self.target.prepare(range.start..range.end.min(self.length));
     }
 }
 

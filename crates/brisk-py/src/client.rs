@@ -1244,9 +1244,7 @@ async fn get_range(
     offset: u64,
     length: usize,
 ) -> Result<(ExactBuf, usize), brisk_client::Error> {
-    let mut buf = ExactBuf::new(client.memory_budget(), length).await?;
-    let n = client.get_range_into(bucket, key, offset, &mut buf).await?;
-    Ok((buf, n))
+    client.get_range_bytes(bucket, key, offset, length).await
 }
 
 /// Fails at once when a batch's Buffers could never be held together under the budget.

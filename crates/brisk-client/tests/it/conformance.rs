@@ -224,6 +224,42 @@ async fn get_into_and_ranges() {
     .await;
 }
 
+/// `get_range_bytes` reads into a buffer of its own, populated a step ahead of the body: a range
+/// of several populating steps, one that runs past the end (the tail, the rest of the buffer
+/// zero), and one past the end.
+#[tokio::test]
+async fn get_range_bytes_reads_a_range_into_an_exact_buffer() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "rangebytes").await;
+        let body = pattern(9 * 1024 * 1024 + 77, 5);
+        c.put(&bucket, "obj", &body).await.unwrap();
+
+        let (buf, n) = c
+            .get_range_bytes(&bucket, "obj", 1000, 6 * 1024 * 1024)
+            .await
+            .unwrap();
+        assert_eq!((buf.len(), n), (6 * 1024 * 1024, 6 * 1024 * 1024));
+        assert!(buf[..] == body[1000..1000 + n]);
+
+        let offset = 1024 * 1024 + 5;
+        let (buf, n) = c
+            .get_range_bytes(&bucket, "obj", offset as u64, 16 * 1024 * 1024)
+            .await
+            .unwrap();
+        assert_eq!(n, body.len() - offset);
+        assert!(buf[..n] == body[offset..]);
+        assert!(buf[n..].iter().all(|&b| b == 0));
+
+        assert!(matches!(
+            c.get_range_bytes(&bucket, "obj", body.len() as u64, 10)
+                .await,
+            Err(Error::InvalidRange(_))
+        ));
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn errors_are_typed_by_meaning() {
     bounded(STEP, async {
