@@ -147,6 +147,29 @@ pub struct Target<'a> {
     pub repeat: usize,
 }
 
+impl Target<'_> {
+    /// `key` in this target's bucket as a URL, for messages: `s3://` or `az://`.
+    pub fn url(&self, key: &str) -> String {
+        object_url(self.client, self.bucket, key)
+    }
+}
+
+/// `bucket`/`key` as a URL of `client`'s service (`s3://bucket/key`, or `az://container/blob`
+/// against Azure), as the rest of the CLI writes them; an empty key names the bucket.
+pub fn object_url(client: &Client, bucket: &str, key: &str) -> String {
+    let service = if client.is_azure() {
+        crate::location::Service::Azure
+    } else {
+        crate::location::Service::S3
+    };
+    let prefix = service.prefix();
+    if key.is_empty() {
+        format!("{prefix}{bucket}")
+    } else {
+        format!("{prefix}{bucket}/{key}")
+    }
+}
+
 /// Keys written so far, deleted at the end.
 #[derive(Debug, Default)]
 pub struct Written {
@@ -181,7 +204,7 @@ impl Target<'_> {
             .client
             .upload_reader(self.bucket, key, &mut reader, self.options.clone())
             .await
-            .map_err(s3_error(format!("store s3://{}/{key}", self.bucket)))?;
+            .map_err(s3_error(format!("store {}", self.url(key))))?;
         check_count(&format!("store {key}"), stored.size, bytes)
     }
 
@@ -220,7 +243,7 @@ impl Target<'_> {
                 .client
                 .get_bytes(self.bucket, key)
                 .await
-                .map_err(s3_error(format!("get s3://{}/{key}", self.bucket)))?;
+                .map_err(s3_error(format!("get {}", self.url(key))))?;
             let sample = probe.finish().map_err(measurement_error)?;
             let received = body.len() as u64;
             // Freed outside the measured region: the next run starts from the same resident set.
@@ -248,7 +271,7 @@ impl Target<'_> {
                 .client
                 .download(self.bucket, key, file, self.options.clone())
                 .await
-                .map_err(s3_error(format!("download s3://{}/{key}", self.bucket)))?;
+                .map_err(s3_error(format!("download {}", self.url(key))))?;
             let sample = probe.finish().map_err(measurement_error)?;
             check_count("download", received, bytes)?;
             result.samples.push(sample);
@@ -262,7 +285,7 @@ impl Target<'_> {
         self.client
             .download(self.bucket, key, file, self.options.clone())
             .await
-            .map_err(s3_error(format!("download s3://{}/{key}", self.bucket)))?;
+            .map_err(s3_error(format!("download {}", self.url(key))))?;
         Ok(())
     }
 
@@ -284,7 +307,7 @@ impl Target<'_> {
             self.client
                 .delete(self.bucket, key)
                 .await
-                .map_err(s3_error(format!("delete s3://{}/{key}", self.bucket)))?;
+                .map_err(s3_error(format!("delete {}", self.url(key))))?;
             let server_probe = match self.server_pid {
                 Some(pid) => Some(Probe::start(Process::Pid(pid)).map_err(measurement_error)?),
                 None => None,
@@ -294,7 +317,7 @@ impl Target<'_> {
                 .client
                 .upload(self.bucket, key, file, self.options.clone())
                 .await
-                .map_err(s3_error(format!("upload to s3://{}/{key}", self.bucket)))?;
+                .map_err(s3_error(format!("upload to {}", self.url(key))))?;
             let sample = probe.finish().map_err(measurement_error)?;
             if let (Some(probe), Some(result)) = (server_probe, server_side.as_mut()) {
                 result
@@ -330,8 +353,8 @@ impl Target<'_> {
             let figures = super::random_point::measure(self.client, self.bucket, options)
                 .await
                 .map_err(s3_error(format!(
-                    "random reads of s3://{}/{}",
-                    self.bucket, options.key
+                    "random reads of {}",
+                    self.url(&options.key)
                 )))?;
             let mut sample = probe.finish().map_err(measurement_error)?;
             check_random(&figures, block)?;
@@ -378,6 +401,25 @@ fn check_count(what: &str, got: u64, expected: u64) -> Result<(), BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Messages name objects with the client's service, as `cp` and `ls` do.
+    #[test]
+    fn object_urls_name_the_service() {
+        let s3 = Client::builder()
+            .endpoint("http://127.0.0.1:9")
+            .anonymous(true)
+            .build()
+            .unwrap();
+        assert_eq!(object_url(&s3, "b", "k/1"), "s3://b/k/1");
+        let azure = Client::builder()
+            .endpoint("http://127.0.0.1:9/devstoreaccount1")
+            .azure(brisk_client::AzureSettings::new())
+            .anonymous(true)
+            .build()
+            .unwrap();
+        assert_eq!(object_url(&azure, "c", "blob"), "az://c/blob");
+        assert_eq!(object_url(&azure, "c", ""), "az://c");
+    }
 
     fn sample(seconds: f64, cpu_seconds: f64, rss_before: u64, peak_rss: u64) -> Sample {
         Sample {

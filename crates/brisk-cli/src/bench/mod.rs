@@ -453,10 +453,12 @@ async fn prepare_bucket(
         let (suffix, _) = server::generate_keys();
         format!("brisk-bench-{}", suffix[10..].to_ascii_lowercase())
     };
-    client
-        .create_bucket(&bucket)
-        .await
-        .map_err(|e| CliError::s3(format!("create bucket s3://{bucket}"), e))?;
+    client.create_bucket(&bucket).await.map_err(|e| {
+        CliError::s3(
+            format!("create bucket {}", cases::object_url(client, &bucket, "")),
+            e,
+        )
+    })?;
     Ok((bucket, true))
 }
 
@@ -491,7 +493,7 @@ async fn run_cases(
                 .client
                 .delete(target.bucket, &key)
                 .await
-                .map_err(|e| CliError::s3(format!("delete s3://{}/{key}", target.bucket), e))?;
+                .map_err(|e| CliError::s3(format!("delete {}", target.url(&key)), e))?;
         }
     }
     let wants_upload = plan.has(CaseKind::Upload) || plan.has(CaseKind::Server);
@@ -548,11 +550,17 @@ async fn clean_up(client: &Client, bucket: &str, written: &Written, created_buck
     for key in &written.keys {
         match client.delete(bucket, key).await {
             Ok(()) | Err(brisk_client::Error::NoSuchKey(_)) => {}
-            Err(e) => eprintln!("brisk: bench: could not delete s3://{bucket}/{key}: {e}"),
+            Err(e) => eprintln!(
+                "brisk: bench: could not delete {}: {e}",
+                cases::object_url(client, bucket, key)
+            ),
         }
     }
     if created_bucket && let Err(e) = client.delete_bucket(bucket).await {
-        eprintln!("brisk: bench: could not remove bucket s3://{bucket}: {e}");
+        eprintln!(
+            "brisk: bench: could not remove bucket {}: {e}",
+            cases::object_url(client, bucket, "")
+        );
     }
 }
 
