@@ -769,7 +769,7 @@ impl<T: ReadTarget + ?Sized> ReadTarget for Head<'_, T> {
 /// How far ahead of the body a [`ReadTarget`] is populated: 2 MiB at a time, once less than that
 /// is left populated ahead of the bytes read, so at most 4 MiB (about 1 ms of populating here,
 /// which a socket's buffer absorbs).
-const POPULATE_AHEAD: usize = 2 << 20;
+pub(crate) const POPULATE_AHEAD: usize = 2 << 20;
 
 /// How many bytes a socket holds before it wakes a read into an exact buffer: 1 MiB. A get of
 /// 1 GiB from MinIO was woken about 7,000 times with the kernel's default of a byte, and about

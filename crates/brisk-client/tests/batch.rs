@@ -293,6 +293,76 @@ fn touching_and_overlapping_ranges_are_coalesced_on_brisk_serve() {
     });
 }
 
+/// Exact buffers made without populating (as Python's `get_ranges` makes them) are populated by
+/// the read a step ahead of the bytes: ranges of several populating steps, two that overlap (one
+/// coalesced GET, the second member partly copied from the first) and one that runs past the end
+/// come back exact, the rest of their buffers zero.
+#[test]
+fn unpopulated_exact_buffers_are_filled_exactly_on_brisk_serve() {
+    run(async {
+        let client = client_of(&brisk().endpoint);
+        let bucket = support::new_bucket(&client, "batch-exact").await;
+        let object = pattern(9 * 1024 * 1024 + 77, 9);
+        client.put(&bucket, "object", &object).await.unwrap();
+        let mut reader = client
+            .batch_reader(
+                &bucket,
+                BatchOptions {
+                    coalesce: true,
+                    ..BatchOptions::default()
+                },
+            )
+            .unwrap();
+        let ranges: [(u64, usize); 4] = [
+            (1000, 5 * 1024 * 1024 + 3),
+            (6_000_000, 2 * 1024 * 1024),
+            (7_000_000, 1024 * 1024 + 1),
+            (9 * 1024 * 1024, 4 * 1024 * 1024),
+        ];
+        let mut batch = Vec::new();
+        for (id, &(offset, length)) in ranges.iter().enumerate() {
+            let buffer = brisk_mem::ExactBuf::new_unpopulated(client.memory_budget(), length)
+                .await
+                .unwrap();
+            batch.push(ReadRequest::new(
+                id as u64,
+                "object",
+                offset,
+                length,
+                Destination::Lent(Box::new(buffer)),
+            ));
+        }
+        reader.submit_all(batch);
+        let mut seen = 0;
+        while let Some(done) = reader.next().await {
+            let start = done.offset as usize;
+            let end = (start + done.length).min(object.len());
+            assert_eq!(
+                *done.result.as_ref().unwrap(),
+                end - start,
+                "request {}",
+                done.id
+            );
+            let Some(Filled::Lent(buffer)) = &done.buffer else {
+                panic!("request {} came back without its buffer", done.id);
+            };
+            let bytes = (**buffer).as_ref();
+            assert!(
+                bytes[..end - start] == object[start..end],
+                "request {}",
+                done.id
+            );
+            assert!(
+                bytes[end - start..].iter().all(|&b| b == 0),
+                "request {}",
+                done.id
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, ranges.len());
+    });
+}
+
 /// A server closes each connection after 3 responses with more requests queued on it: those are
 /// sent again on another connection; every request completes once, with the right bytes.
 #[test]

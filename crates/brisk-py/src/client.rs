@@ -227,9 +227,10 @@ async fn run_batch(
         let destination = match target {
             RangeTarget::Into(lent) => Destination::Lent(Box::new(lent)),
             RangeTarget::Pooled => Destination::Pooled,
-            RangeTarget::Exact(len) => {
-                Destination::Lent(Box::new(ExactBuf::new(client.memory_budget(), len).await?))
-            }
+            // Populated by the read, a step ahead of the bytes, not all before the batch starts.
+            RangeTarget::Exact(len) => Destination::Lent(Box::new(
+                ExactBuf::new_unpopulated(client.memory_budget(), len).await?,
+            )),
         };
         requests.push(ReadRequest::new(
             i as u64,

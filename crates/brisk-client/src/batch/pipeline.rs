@@ -485,14 +485,14 @@ async fn read_members(
             continue;
         }
         let end = member.end().min(body_end);
-        let dst = member
+        let buffer = member
             .buffer
             .as_mut()
-            .expect("destinations are set before the request is sent")
-            .as_mut_slice();
+            .expect("destinations are set before the request is sent");
         // Bytes already read for earlier members.
         let shared_end = position.min(end);
         if member.offset < shared_end {
+            let dst = buffer.as_mut_slice();
             for earlier in before.iter() {
                 let from = earlier.offset.max(member.offset);
                 let to = earlier.end().min(shared_end);
@@ -507,8 +507,17 @@ async fn read_members(
             }
         }
         let mut at = position.max(member.offset);
+        // Populated a step ahead of the bytes, as `get_bytes` does (`Filled::prepare`).
+        let member_end = (end - member.offset) as usize;
+        let mut ready = (at - member.offset) as usize;
         while at < end {
-            let slice = &mut dst[(at - member.offset) as usize..(end - member.offset) as usize];
+            let from = (at - member.offset) as usize;
+            if ready < member_end && ready - from < crate::objects::POPULATE_AHEAD {
+                let to = (ready + crate::objects::POPULATE_AHEAD).min(member_end);
+                buffer.prepare(ready..to);
+                ready = to;
+            }
+            let slice = &mut buffer.as_mut_slice()[from..ready.max(from + 1).min(member_end)];
             let n = conn.conn().read_body(slice).await?;
             if n == 0 {
                 return Err(HttpError::UnexpectedEof {
