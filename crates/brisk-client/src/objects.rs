@@ -730,8 +730,12 @@ fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String
 trait ReadTarget {
     /// The bytes the body is read into, all of them.
     fn bytes(&mut self) -> &mut [u8];
-    /// Makes the pages under `range` resident before the body's bytes are read into them.
-    fn prepare(&mut self, _range: std::ops::Range<usize>) {}
+    /// Makes the pages under `range` resident before the body's bytes are read into them; false
+    /// for memory that is resident (or the caller's) already, which there is no need to step
+    /// through.
+    fn prepare(&mut self, _range: std::ops::Range<usize>) -> bool {
+        false
+    }
 }
 
 impl ReadTarget for [u8] {
@@ -745,8 +749,9 @@ impl ReadTarget for ExactBuf {
         self
     }
 
-    fn prepare(&mut self, range: std::ops::Range<usize>) {
+    fn prepare(&mut self, range: std::ops::Range<usize>) -> bool {
         self.populate(range);
+        self.is_mapped()
     }
 }
 
@@ -761,15 +766,49 @@ impl<T: ReadTarget + ?Sized> ReadTarget for Head<'_, T> {
         &mut self.target.bytes()[..self.length]
     }
 
-    fn prepare(&mut self, range: std::ops::Range<usize>) {
-        self.target.prepare(range.start..range.end.min(self.length));
+    fn prepare(&mut self, range: std::ops::Range<usize>) -> bool {
+        self.target.prepare(range.start..range.end.min(self.length))
     }
 }
 
 /// How far ahead of the body a [`ReadTarget`] is populated: 2 MiB at a time, once less than that
 /// is left populated ahead of the bytes read, so at most 4 MiB (about 1 ms of populating here,
 /// which a socket's buffer absorbs).
-pub(crate) const POPULATE_AHEAD: usize = 2 << 20;
+const POPULATE_AHEAD: usize = 2 << 20;
+
+/// How far a destination has been made resident ahead of the bytes read into it: each read of an
+/// exact read (here and in the batch pipeline) asks it where to stop.
+pub(crate) struct PopulateAhead {
+    ready: usize,
+}
+
+impl PopulateAhead {
+    /// Nothing resident yet from `start` on.
+    pub(crate) fn from(start: usize) -> Self {
+        PopulateAhead { ready: start }
+    }
+
+    /// The end of the next read into `filled..end`. Once less than [`POPULATE_AHEAD`] is resident
+    /// ahead of `filled`, `populate` makes the next step resident first; where it says there is
+    /// nothing to populate (memory resident already), the read may run to `end`. A read never
+    /// runs past what is resident: the kernel's copy would fault.
+    pub(crate) fn next_read_end(
+        &mut self,
+        filled: usize,
+        end: usize,
+        populate: impl FnOnce(std::ops::Range<usize>) -> bool,
+    ) -> usize {
+        if self.ready < end && self.ready.saturating_sub(filled) < POPULATE_AHEAD {
+            let step = (self.ready + POPULATE_AHEAD).min(end);
+            self.ready = if populate(self.ready..step) {
+                step
+            } else {
+                end
+            };
+        }
+        self.ready.max(filled + 1).min(end)
+    }
+}
 
 /// How many bytes a socket holds before it wakes a read into an exact buffer: 1 MiB. A get of
 /// 1 GiB from MinIO was woken about 7,000 times with the kernel's default of a byte, and about
@@ -786,19 +825,13 @@ async fn read_body_exact<T: ReadTarget + ?Sized>(
 ) -> (usize, Result<()>) {
     let len = dst.bytes().len();
     let mut filled = from;
-    let mut ready = from;
+    let mut ahead = PopulateAhead::from(from);
     while filled < len {
-        if ready < len && ready - filled < POPULATE_AHEAD {
-            let end = (ready + POPULATE_AHEAD).min(len);
-            dst.prepare(ready..end);
-            ready = end;
-        }
+        let until = ahead.next_read_end(filled, len, |range| dst.prepare(range));
         // A wake-up per MiB (or for the whole body, if less), not per segment.
         response
             .conn
             .wake_for((len - filled) as u64, EXACT_READ_WAKE_AFTER);
-        // Never read past what is resident: the copy would fault.
-        let until = ready.max(filled + 1).min(len);
         match response
             .conn
             .conn()

@@ -746,7 +746,7 @@ impl Client {
         length: usize,
     ) -> PyResult<Buffer> {
         let client = self.inner();
-        let (buf, n) = wait(py, get_range(client, bucket, key, offset, length))?.py_err(py)?;
+        let (buf, n) = wait(py, client.get_range_bytes(bucket, key, offset, length))?.py_err(py)?;
         Ok(Buffer::exact_prefix(buf, n))
     }
 
@@ -1036,7 +1036,7 @@ impl Client {
         let client = self.inner();
         aio::spawn(
             py,
-            async move { get_range(client, &bucket, &key, offset, length).await },
+            async move { client.get_range_bytes(&bucket, &key, offset, length).await },
             |py, (buf, n)| Ok(Py::new(py, Buffer::exact_prefix(buf, n))?.into_any()),
         )
     }
@@ -1235,17 +1235,6 @@ fn into_length(dst: &WritableBuffer, length: Option<usize>) -> PyResult<usize> {
             dst.len()
         ))),
     }
-}
-
-/// A ranged GET into an exact buffer of `length` bytes; returns the buffer and the bytes read.
-async fn get_range(
-    client: brisk_client::Client,
-    bucket: &str,
-    key: &str,
-    offset: u64,
-    length: usize,
-) -> Result<(ExactBuf, usize), brisk_client::Error> {
-    client.get_range_bytes(bucket, key, offset, length).await
 }
 
 /// Fails at once when a batch's Buffers could never be held together under the budget.

@@ -31,6 +31,7 @@ use super::scheduler::Scheduler;
 use super::types::{Filled, MAX_PIPELINE_DEPTH, Pipelining, Work};
 use crate::client::Response;
 use crate::error::{Error, ServiceError};
+use crate::objects::PopulateAhead;
 use crate::pool::PooledConnection;
 use crate::request::{RequestSpec, Target};
 use crate::retry::{RetryDecision, is_stale_reuse};
@@ -509,15 +510,11 @@ async fn read_members(
         let mut at = position.max(member.offset);
         // Populated a step ahead of the bytes, as `get_bytes` does (`Filled::prepare`).
         let member_end = (end - member.offset) as usize;
-        let mut ready = (at - member.offset) as usize;
+        let mut ahead = PopulateAhead::from((at - member.offset) as usize);
         while at < end {
             let from = (at - member.offset) as usize;
-            if ready < member_end && ready - from < crate::objects::POPULATE_AHEAD {
-                let to = (ready + crate::objects::POPULATE_AHEAD).min(member_end);
-                buffer.prepare(ready..to);
-                ready = to;
-            }
-            let slice = &mut buffer.as_mut_slice()[from..ready.max(from + 1).min(member_end)];
+            let until = ahead.next_read_end(from, member_end, |range| buffer.prepare(range));
+            let slice = &mut buffer.as_mut_slice()[from..until];
             let n = conn.conn().read_body(slice).await?;
             if n == 0 {
                 return Err(HttpError::UnexpectedEof {
