@@ -22,8 +22,6 @@ use std::time::Duration;
 
 use brisk_wire::checksum::{ChecksumValue, Checksummer, Md5, Md5Digest};
 
-use crate::batch::TRANSACTIONAL_MD5_MAX;
-
 use crate::client::{Client, Response, body_length, whole_object_get};
 use crate::error::{Error, Result};
 use crate::request::{RequestSpec, check_bucket, check_key};
@@ -271,13 +269,11 @@ impl ObjectStream {
     async fn request_rest(&mut self) -> Result<()> {
         let etag = self.etag.clone().unwrap_or_default();
         let (from, last) = (self.start + self.received, self.start + self.length - 1);
-        let mut spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
+        let spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
             .header("if-match", etag.clone())
             .header("range", format!("bytes={from}-{last}"));
-        let range_md5 = self.client.is_azure() && last - from < TRANSACTIONAL_MD5_MAX;
-        if range_md5 {
-            spec = spec.header("x-ms-range-get-content-md5", "true");
-        }
+        let (spec, range_md5) =
+            crate::integrity::ask_range_md5(spec, self.client.is_azure(), last - from + 1);
         let response = match self.client.send(&spec).await {
             Ok(r) => r,
             Err(Error::PreconditionFailed(_)) => return Err(Error::ObjectChanged { etag }),
@@ -296,9 +292,8 @@ impl ObjectStream {
         // A resumed range is checked from where it resumed: the bytes before came with the MD5 of
         // a range that did not arrive whole.
         self.range_md5 = range_md5
-            .then(|| response.header("content-md5"))
+            .then(|| crate::integrity::sent_range_md5(response.head()))
             .flatten()
-            .and_then(|md5| Md5Digest::from_base64(md5.trim()).ok())
             .map(|expected| (expected, Md5::new()));
         self.response = Some(response);
         Ok(())

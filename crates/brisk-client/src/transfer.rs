@@ -56,9 +56,9 @@ use brisk_wire::xml::{
 };
 use tokio::task::JoinSet;
 
-use crate::batch::TRANSACTIONAL_MD5_MAX;
 use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
+use crate::integrity::TRANSACTIONAL_MD5_MAX;
 use crate::integrity::UploadChecksum;
 use crate::objects::{PayloadSigning, StoredChecksum};
 use crate::request::{

@@ -44,7 +44,6 @@
 //! retried within the client's [`RetryPolicy`](crate::RetryPolicy).
 
 mod pipeline;
-pub(crate) use pipeline::TRANSACTIONAL_MD5_MAX;
 mod scheduler;
 mod types;
 

@@ -31,6 +31,7 @@ use super::scheduler::Scheduler;
 use super::types::{Filled, MAX_PIPELINE_DEPTH, Pipelining, Work};
 use crate::client::Response;
 use crate::error::{Error, ServiceError};
+use crate::integrity::{ask_range_md5, sent_range_md5};
 use crate::objects::PopulateAhead;
 use crate::pool::PooledConnection;
 use crate::request::{RequestSpec, Target};
@@ -174,10 +175,8 @@ impl Lane {
             let range = format!("bytes={}-{}", work.start(), work.end() - 1);
             let mut spec = RequestSpec::new("GET", Some(&scheduler.bucket), Some(work.key()))
                 .header("range", range);
-            if dialect.azure().is_some() && work.end() - work.start() <= TRANSACTIONAL_MD5_MAX {
-                // Azure returns the MD5 of a range up to 4 MiB: checked when the range lands.
-                spec = spec.header("x-ms-range-get-content-md5", "true");
-            }
+            // Azure returns the MD5 of a range up to 4 MiB: checked when the range lands.
+            (spec, _) = ask_range_md5(spec, dialect.azure().is_some(), work.end() - work.start());
             let target = scheduler.client.target(spec.bucket, spec.key);
             let head = match dialect.head(&spec, &target, SystemTime::now()) {
                 Ok(head) => head,
@@ -530,9 +529,6 @@ async fn read_members(
     Ok(lengths)
 }
 
-/// The largest range whose MD5 Azure returns (`x-ms-range-get-content-md5`): 4 MiB.
-pub(crate) const TRANSACTIONAL_MD5_MAX: u64 = 4 * 1024 * 1024;
-
 /// When the response carries the MD5 of the range it sent (`Content-MD5` on a 206, which Azure
 /// returns for `x-ms-range-get-content-md5`) and the range landed whole in one destination: the
 /// mismatch, if the bytes that landed differ. Asked of Azure only.
@@ -542,11 +538,7 @@ fn range_md5_mismatch(
     body_len: u64,
     bucket: &str,
 ) -> Option<Error> {
-    if conn.head().status() != 206 {
-        return None;
-    }
-    let expected = conn.head().headers().get_str("content-md5")?;
-    let expected = brisk_wire::checksum::Md5Digest::from_base64(expected.trim()).ok()?;
+    let expected = sent_range_md5(conn.head())?;
     let [member] = work.members() else {
         return None;
     };
