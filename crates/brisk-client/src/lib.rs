@@ -52,6 +52,7 @@ mod presign;
 mod request;
 pub mod retry;
 pub mod stream;
+pub mod stream_count;
 mod tls;
 pub mod transfer;
 pub mod upload_stream;
@@ -74,6 +75,7 @@ pub use metrics::ClientMetrics;
 pub use objects::{ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;
+pub use stream_count::StreamMeasure;
 pub use transfer::{TransferOptions, TransferProgress, UploadResult};
 
 /// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).

@@ -12,7 +12,9 @@
 //! GET, one filling while the other is written: `parts_in_flight × 2 MiB` (8 MiB by default). Azure
 //! downloads stream the same way; where parts are of at most 4 MiB each GET asks for one part, so
 //! that the service sends its MD5, which the stream checks as the bytes pass. Blocks are recycled
-//! through the pool's free lists, so a long transfer allocates its blocks once.
+//! through the pool's free lists, so a long transfer allocates its blocks once. A download of 2 GiB
+//! or more measures whether one stream carries it as fast and for less CPU, and if so goes on with
+//! one (holding 2 MiB), asking for four spans at a time (see [`crate::stream_count`]).
 //! An upload with an unsigned payload over plain HTTP holds no part block at all: each part in
 //! flight reads through one 256 KiB scratch block (below).
 //!
@@ -64,6 +66,7 @@ use crate::objects::{PayloadSigning, StoredChecksum};
 use crate::request::{
     FileBody, RequestSpec, TrailingChecksum, check_bucket, check_key, push_query,
 };
+use crate::stream_count::{StreamCount, StreamMeasure};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
 /// is one block with nothing wasted). At 100 ms per request a part moves at 80 MiB/s per
@@ -145,6 +148,10 @@ pub struct TransferOptions {
     /// GET returned, and an object that has grown past one part meanwhile is streamed in ranges as
     /// any other (its first GET dropped unread). Ignored by uploads, and with `verify_md5_etag`.
     pub known_size: Option<u64>,
+    /// Whether a download of a large object measures if one stream carries it as fast as
+    /// `parts_in_flight` do, and goes on with one if it does (see [`StreamMeasure`]): on by
+    /// default. `None` keeps `parts_in_flight` streams throughout. Ignored by uploads.
+    pub measure_streams: Option<StreamMeasure>,
 }
 
 impl Default for TransferOptions {
@@ -157,6 +164,7 @@ impl Default for TransferOptions {
             progress: None,
             verify_md5_etag: false,
             known_size: None,
+            measure_streams: Some(StreamMeasure::default()),
         }
     }
 }
@@ -901,7 +909,9 @@ impl Client {
         count: bool,
     ) -> Result<Computed> {
         let size = target.size;
-        let (writes, writer) = start_file_writer(Arc::clone(file), options.parts_in_flight);
+        // A worker that has ended may still have a write queued while the one started in its
+        // place queues its own: room for two per stream.
+        let (writes, writer) = start_file_writer(Arc::clone(file), 2 * options.parts_in_flight);
         let job = Arc::new(StreamedDownload {
             bucket: target.bucket.to_owned(),
             key: target.key.to_owned(),
@@ -922,17 +932,30 @@ impl Client {
                 },
             }),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
+            streams: StreamCount::new(size, options.parts_in_flight, options.measure_streams),
             writes,
         });
         let mut workers = JoinSet::new();
         for _ in 0..options.parts_in_flight {
             workers.spawn(stream_ranges(self.clone(), Arc::clone(&job)));
         }
-        // The first failure ends the attempt; dropping the set aborts the other workers.
-        while let Some(done) = workers.join_next().await {
-            done.map_err(|e| Error::UnexpectedResponse {
-                what: format!("download worker failed: {e}"),
-            })??;
+        // The first failure ends the attempt; dropping the set aborts the other workers. Workers
+        // that end early leave their spans to the others; more are started when the measuring
+        // wants all streams back.
+        loop {
+            tokio::select! {
+                done = workers.join_next() => match done {
+                    Some(done) => done.map_err(|e| Error::UnexpectedResponse {
+                        what: format!("download worker failed: {e}"),
+                    })??,
+                    None => break,
+                },
+                () = job.streams.wants_more() => {
+                    for _ in 0..job.streams.to_start() {
+                        workers.spawn(stream_ranges(self.clone(), Arc::clone(&job)));
+                    }
+                }
+            }
         }
         // Every worker has ended and dropped its handle: the job is this function's alone.
         let job = Arc::into_inner(job).expect("the workers have ended");
@@ -982,16 +1005,22 @@ struct StreamedDownload {
     /// The parts not yet taken.
     parts: std::sync::Mutex<PartQueue>,
     crc: std::sync::Mutex<RangeCrcs>,
+    /// How many workers run (see [`StreamCount`]).
+    streams: StreamCount,
     /// The download's one file writer (see [`start_file_writer`]).
     writes: std::sync::mpsc::SyncSender<FileWrite>,
 }
 
 impl StreamedDownload {
+    /// The next span for a worker: as long as all workers' spans together while it runs alone
+    /// (the same bytes in flight, a quarter of the requests, each of which leaves the one
+    /// connection idle for a round trip).
     fn next_span(&self) -> Option<(u64, u64, u64)> {
+        let scale = self.streams.span_scale();
         self.parts
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .next_span()
+            .next_span(scale)
     }
 
     fn parts_of(&self, offset: u64, len: u64) -> Ranges {
@@ -1013,12 +1042,13 @@ struct PartQueue {
 }
 
 impl PartQueue {
-    /// The next span: the index of its first part, its offset and its length.
-    fn next_span(&mut self) -> Option<(u64, u64, u64)> {
+    /// The next span, of `scale` times the usual parts: the index of its first part, its offset
+    /// and its length.
+    fn next_span(&mut self, scale: usize) -> Option<(u64, u64, u64)> {
         let (offset, mut len) = self.ranges.next()?;
         let first = self.index;
         self.index += 1;
-        while self.index - first < self.span_parts {
+        while self.index - first < self.span_parts * scale as u64 {
             let Some((_, more)) = self.ranges.next() else {
                 break;
             };
@@ -1053,6 +1083,7 @@ const WAKE_AFTER_WHILE_WRITING: usize = 4 << 20;
 async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()> {
     // The block is taken with the first range: a worker that finds no range holds none.
     let Some(first) = job.next_span() else {
+        job.streams.ended();
         return Ok(());
     };
     let block = client.buffer_pool().get(job.chunk).await?;
@@ -1111,6 +1142,7 @@ async fn stream_ranges_through(
                 if let Some(progress) = &job.progress {
                     progress.add(filled as u64);
                 }
+                job.streams.landed(filled as u64);
             }
             job.crc.lock().unwrap_or_else(|e| e.into_inner()).landed(
                 index,
@@ -1123,9 +1155,15 @@ async fn stream_ranges_through(
         // The end of the stream gives its connection back to the pool.
         let rest = stream.read(&mut block[..1]).await?;
         debug_assert_eq!(rest, 0);
+        if job.streams.retire() {
+            return Ok(());
+        }
         match job.next_span() {
             Some(next) => span = next,
-            None => return Ok(()),
+            None => {
+                job.streams.ended();
+                return Ok(());
+            }
         }
     }
 }
@@ -1143,8 +1181,9 @@ struct FileWrite {
 }
 
 /// Starts a download's file writer: one thread of the blocking pool that makes the writes sent to
-/// it, in turn, until every sender is dropped. Each of the `workers` has at most one write queued,
-/// so the queue (allocated once, here) never fills and a send never waits or allocates.
+/// it, in turn, until every sender is dropped. The queue (allocated once, here) has `slots`: as
+/// many as writes can be queued at once (each worker has at most one), so it never fills and a
+/// send never waits or allocates.
 ///
 /// One writer, not one blocking task per write: concurrent writes to one file contend for its
 /// inode lock, which the kernel spins on (a fifth of a 4-way download's CPU to tmpfs), and a task
@@ -1152,12 +1191,12 @@ struct FileWrite {
 /// for, waking its awaiter) where a queue costs two.
 fn start_file_writer(
     file: Arc<std::fs::File>,
-    workers: usize,
+    slots: usize,
 ) -> (
     std::sync::mpsc::SyncSender<FileWrite>,
     tokio::task::JoinHandle<()>,
 ) {
-    let (writes, queue) = std::sync::mpsc::sync_channel::<FileWrite>(workers.max(1));
+    let (writes, queue) = std::sync::mpsc::sync_channel::<FileWrite>(slots.max(1));
     let writer = tokio::task::spawn_blocking(move || {
         use std::os::unix::fs::FileExt;
         for write in queue {
@@ -1689,7 +1728,7 @@ mod tests {
         };
         let mut seen = Vec::new();
         let mut spans = 0;
-        while let Some((first, offset, len)) = queue.next_span() {
+        while let Some((first, offset, len)) = queue.next_span(1) {
             assert_eq!(first, seen.len() as u64, "indices run on from span to span");
             let parts: Vec<_> = queue.parts_of(offset, len).collect();
             assert!(!parts.is_empty() && parts.len() <= 3, "{parts:?}");

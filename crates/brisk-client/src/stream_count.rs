@@ -1,0 +1,557 @@
+//! How many streams a large download runs: all of them, or one when one carries it as fast.
+//!
+//! A download from a distant store needs several streams: one TCP stream does not fill a real
+//! link's bandwidth-delay product, and stores cap what one connection carries. From a server that
+//! is the bound itself (one on the same machine or rack whose CPU is the limit), more streams carry
+//! no more bytes and cost CPU on both ends: each stream's socket buffers are one more working set
+//! for the caches (BENCHMARKS.md, "the floor by connections": 0.50 CPU s/GiB with one stream, 0.58
+//! with two or four). Nothing known before the download tells the two apart, so a large download
+//! measures: its rate and the process's CPU time per byte with all its streams, then with one. It
+//! goes on with one if one carries at least 80 % of the rate for at most 93 % of the CPU per byte
+//! ([`StreamMeasure`]), else with all of them, measuring no more. (From a server on the same machine
+//! that costs the client nothing, one stream is within the noise of four in rate and CPU: the
+//! client is the bound either way, and four streams keep it busier.) While one stream runs its
+//! rate is watched, window by window; if a window falls below [`FALL`] of the rate it was
+//! measured at, the streams come back and the measuring starts over.
+//!
+//! Streams change only between GETs: a worker ends when it finishes a span and fewer streams are
+//! wanted, and the download starts new workers when more are wanted. The measuring windows are in
+//! bytes, so that a slow link measures over as many bytes as a fast one.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+/// While one stream runs alone, a window at less than this share of its measured rate brings the
+/// other streams back.
+pub const FALL: f64 = 0.6;
+
+/// How a large download measures whether one stream carries it as fast as all of them
+/// ([`TransferOptions::measure_streams`](crate::TransferOptions::measure_streams)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamMeasure {
+    /// Objects smaller than this are downloaded with all their streams, unmeasured (by default
+    /// 2 GiB: the measuring takes about 800 MiB with four streams of 64 MiB spans).
+    pub min_size: u64,
+    /// Bytes landed after the streams change before a measurement starts, while connections warm
+    /// up and the streams that are ending finish (16 MiB).
+    pub settle: u64,
+    /// Bytes over which all streams are measured, and each window of one stream's rate while
+    /// it runs alone (384 MiB). Windows of 256 and 128 MiB chose one stream from MinIO in only
+    /// half the downloads, though it was the cheaper in every whole download.
+    pub all_window: u64,
+    /// Bytes over which one stream is measured (256 MiB).
+    pub one_window: u64,
+    /// One stream goes on alone if it carries at least this share of all streams' rate, in
+    /// percent (80): below 100 because windows of a few hundred MiB differ by more than that from
+    /// each other on a busy machine; far above what one stream of a real link carries next to
+    /// four (a quarter to a half).
+    pub keep_one_percent: u32,
+    /// ... and if its CPU per byte is at most this share of all streams', in percent (93). From
+    /// a server that was the bound, one stream cost 0.37–0.45 CPU s/GiB against four's 0.43–0.52
+    /// in the same downloads; from one that cost the client nothing, one and four cost the same
+    /// within 5 % in the windows, and one was the slower over whole downloads (BENCHMARKS.md).
+    pub cheaper_percent: u32,
+}
+
+impl Default for StreamMeasure {
+    fn default() -> Self {
+        const MIB: u64 = 1024 * 1024;
+        Self {
+            min_size: 2048 * MIB,
+            settle: 16 * MIB,
+            all_window: 384 * MIB,
+            one_window: 256 * MIB,
+            keep_one_percent: 80,
+            cheaper_percent: 93,
+        }
+    }
+}
+
+/// One download's stream count: how many run, how many are wanted, and the measuring.
+pub(crate) struct StreamCount {
+    all: usize,
+    measure: StreamMeasure,
+    /// Bytes landed in the file so far, by every stream.
+    landed: AtomicU64,
+    /// The landed count at which the phase next needs a look (`u64::MAX`: none), so that a block
+    /// landing costs two atomic operations and no lock.
+    next_look: AtomicU64,
+    inner: Mutex<Inner>,
+    more: Notify,
+}
+
+struct Inner {
+    running: usize,
+    wanted: usize,
+    phase: Phase,
+}
+
+/// A point of the download: when, the process's CPU time then, and how many bytes had landed.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    at: Instant,
+    cpu: Duration,
+    landed: u64,
+}
+
+impl Mark {
+    fn now(landed: u64) -> Self {
+        Self {
+            at: Instant::now(),
+            cpu: process_cpu_time(),
+            landed,
+        }
+    }
+
+    /// From this mark to `later`: bytes per second, and CPU seconds per GiB.
+    fn to(self, later: Mark) -> Measured {
+        let bytes = (later.landed - self.landed).max(1) as f64;
+        let seconds = later.at.saturating_duration_since(self.at).as_secs_f64();
+        let cpu = later.cpu.saturating_sub(self.cpu).as_secs_f64();
+        Measured {
+            rate: bytes / seconds.max(1e-9),
+            cpu_per_gib: cpu * (1u64 << 30) as f64 / bytes,
+        }
+    }
+}
+
+/// What a measuring window found.
+#[derive(Debug, Clone, Copy)]
+struct Measured {
+    /// Bytes per second.
+    rate: f64,
+    /// The process's CPU seconds per GiB landed.
+    cpu_per_gib: f64,
+}
+
+/// The CPU time this process has spent, all threads (`CLOCK_PROCESS_CPUTIME_ID`); zero where it
+/// cannot be read, which makes one stream never cheaper.
+#[allow(unsafe_code)]
+fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` through the pointer, which points at `ts`, a
+    // `timespec` alive on this frame for the whole call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &raw mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// Not measured (a small object, one stream, measuring off) or measured no more.
+    Fixed,
+    /// All streams run; measuring starts at the next look.
+    AllSettling,
+    AllMeasuring {
+        from: Mark,
+    },
+    /// One stream is wanted; the last worker to end moves on.
+    Narrowing {
+        all: Measured,
+    },
+    OneSettling {
+        all: Measured,
+    },
+    OneMeasuring {
+        all: Measured,
+        from: Mark,
+    },
+    /// One stream runs alone at about `rate`; watched window by window.
+    One {
+        rate: f64,
+        from: Mark,
+    },
+    /// All streams are wanted back; once they run, measuring starts over if `measure_again`.
+    Widening {
+        measure_again: bool,
+    },
+}
+
+/// What [`StreamCount`] decided, for the download's log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    One,
+    All,
+}
+
+impl StreamCount {
+    /// A download of `size` bytes that starts `all` streams; measured if `measure` is given and the
+    /// object is large enough.
+    pub(crate) fn new(size: u64, all: usize, measure: Option<StreamMeasure>) -> Self {
+        let measured = measure.filter(|m| all > 1 && size >= m.min_size);
+        let measure = measured.unwrap_or_default();
+        let (phase, next_look) = match measured {
+            Some(m) => (Phase::AllSettling, m.settle),
+            None => (Phase::Fixed, u64::MAX),
+        };
+        Self {
+            all,
+            measure,
+            landed: AtomicU64::new(0),
+            next_look: AtomicU64::new(next_look),
+            inner: Mutex::new(Inner {
+                running: all,
+                wanted: all,
+                phase,
+            }),
+            more: Notify::new(),
+        }
+    }
+
+    /// `n` more bytes have landed in the file.
+    pub(crate) fn landed(&self, n: u64) {
+        let landed = self.landed.fetch_add(n, Ordering::Relaxed) + n;
+        if landed >= self.next_look.load(Ordering::Relaxed) {
+            self.look(Mark::now(landed));
+        }
+    }
+
+    /// Whether a worker that has finished a span should end instead of taking the next: fewer
+    /// streams are wanted than run. A worker told so has ended, as far as the count goes.
+    pub(crate) fn retire(&self) -> bool {
+        self.retire_at(Instant::now())
+    }
+
+    /// A worker ended because no span is left.
+    pub(crate) fn ended(&self) {
+        let mut inner = self.lock();
+        inner.running = inner.running.saturating_sub(1);
+    }
+
+    /// How many streams' spans one GET should ask for: all of them while one stream runs alone,
+    /// else 1.
+    pub(crate) fn span_scale(&self) -> usize {
+        match self.lock().phase {
+            Phase::One { .. } => self.all,
+            _ => 1,
+        }
+    }
+
+    /// Waits until more streams are wanted than run.
+    pub(crate) async fn wants_more(&self) {
+        self.more.notified().await;
+    }
+
+    /// How many workers to start now, counted as running from here on.
+    pub(crate) fn to_start(&self) -> usize {
+        let mut inner = self.lock();
+        let n = inner.wanted.saturating_sub(inner.running);
+        inner.running += n;
+        if let Phase::Widening { measure_again } = inner.phase
+            && inner.running >= self.all
+        {
+            if measure_again {
+                inner.phase = Phase::AllSettling;
+                self.look_after(self.landed.load(Ordering::Relaxed) + self.measure.settle);
+            } else {
+                inner.phase = Phase::Fixed;
+            }
+        }
+        n
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn look_after(&self, landed: u64) {
+        self.next_look.store(landed, Ordering::Relaxed);
+    }
+
+    fn retire_at(&self, at: Instant) -> bool {
+        let mut inner = self.lock();
+        if inner.running <= inner.wanted {
+            return false;
+        }
+        inner.running -= 1;
+        if let Phase::Narrowing { all } = inner.phase
+            && inner.running <= 1
+        {
+            inner.phase = Phase::OneSettling { all };
+            let landed = self.landed.load(Ordering::Relaxed);
+            self.look_after(landed + self.measure.settle);
+            tracing::trace!(?at, landed, "one download stream left");
+        }
+        true
+    }
+
+    /// The phase's next step, at `now` (a look is due, or was, if another worker took it first).
+    fn look(&self, now: Mark) {
+        let mut inner = self.lock();
+        if now.landed < self.next_look.load(Ordering::Relaxed) {
+            return;
+        }
+        let m = self.measure;
+        match inner.phase {
+            Phase::AllSettling => {
+                inner.phase = Phase::AllMeasuring { from: now };
+                self.look_after(now.landed + m.all_window);
+            }
+            Phase::AllMeasuring { from } => {
+                inner.phase = Phase::Narrowing { all: from.to(now) };
+                inner.wanted = 1;
+                self.look_after(u64::MAX);
+            }
+            Phase::OneSettling { all } => {
+                inner.phase = Phase::OneMeasuring { all, from: now };
+                self.look_after(now.landed + m.one_window);
+            }
+            Phase::OneMeasuring { all, from } => {
+                let one = from.to(now);
+                let decision = if one.rate * 100.0 >= f64::from(m.keep_one_percent) * all.rate
+                    && one.cpu_per_gib * 100.0 <= f64::from(m.cheaper_percent) * all.cpu_per_gib
+                {
+                    inner.phase = Phase::One {
+                        rate: one.rate,
+                        from: now,
+                    };
+                    self.look_after(now.landed + m.all_window);
+                    Decision::One
+                } else {
+                    self.widen(&mut inner, false);
+                    Decision::All
+                };
+                tracing::debug!(
+                    all_streams = self.all,
+                    all_mib_s = all.rate / 1048576.0,
+                    all_cpu_s_per_gib = all.cpu_per_gib,
+                    one_mib_s = one.rate / 1048576.0,
+                    one_cpu_s_per_gib = one.cpu_per_gib,
+                    ?decision,
+                    landed = now.landed,
+                    "download streams measured"
+                );
+            }
+            Phase::One { rate, from } => {
+                let window = from.to(now).rate;
+                if window < FALL * rate {
+                    tracing::debug!(
+                        measured_mib_s = rate / 1048576.0,
+                        window_mib_s = window / 1048576.0,
+                        "one download stream slowed down: all streams again"
+                    );
+                    self.widen(&mut inner, true);
+                } else {
+                    inner.phase = Phase::One { rate, from: now };
+                    self.look_after(now.landed + m.all_window);
+                }
+            }
+            Phase::Fixed | Phase::Narrowing { .. } | Phase::Widening { .. } => {
+                self.look_after(u64::MAX)
+            }
+        }
+    }
+
+    fn widen(&self, inner: &mut Inner, measure_again: bool) {
+        inner.phase = Phase::Widening { measure_again };
+        inner.wanted = self.all;
+        self.look_after(u64::MAX);
+        self.more.notify_one();
+    }
+
+    #[cfg(test)]
+    fn landed_at(&self, n: u64, at: Instant, cpu: Duration) {
+        let landed = self.landed.fetch_add(n, Ordering::Relaxed) + n;
+        if landed >= self.next_look.load(Ordering::Relaxed) {
+            self.look(Mark { at, cpu, landed });
+        }
+    }
+
+    #[cfg(test)]
+    fn counts(&self) -> (usize, usize) {
+        let inner = self.lock();
+        (inner.running, inner.wanted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+
+    /// A download driven by hand, 1 MiB blocks, each worker finishing a span every `span` MiB it
+    /// lands, at what `cost(streams)` says: MiB/s in all, and CPU s per GiB.
+    struct Drive {
+        count: StreamCount,
+        now: Instant,
+        cpu: Duration,
+        span: u64,
+        /// MiB each running worker has landed in its current span.
+        workers: Vec<u64>,
+        /// (MiB landed, streams running) at each change.
+        log: Vec<(u64, usize)>,
+    }
+
+    impl Drive {
+        fn new(size_mib: u64, all: usize, span: u64) -> Self {
+            Self {
+                count: StreamCount::new(size_mib * MIB, all, Some(StreamMeasure::default())),
+                now: Instant::now(),
+                cpu: Duration::ZERO,
+                span,
+                // Staggered, as workers' spans are once they have run a while.
+                workers: (0..all as u64).map(|i| i * span / all as u64).collect(),
+                log: Vec::new(),
+            }
+        }
+
+        /// Lands `mib` MiB, round robin over the running workers.
+        fn run(&mut self, mib: u64, cost: impl Fn(usize) -> (f64, f64)) {
+            let mut i = 0;
+            for _ in 0..mib {
+                if self.workers.is_empty() {
+                    break;
+                }
+                let n = self.workers.len();
+                let (rate, cpu_per_gib) = cost(n);
+                self.now += Duration::from_secs_f64(1.0 / rate);
+                self.cpu += Duration::from_secs_f64(cpu_per_gib / 1024.0);
+                i %= n;
+                self.count.landed_at(MIB, self.now, self.cpu);
+                self.workers[i] += 1;
+                if self.workers[i] == self.span {
+                    if self.count.retire_at(self.now) {
+                        self.workers.remove(i);
+                    } else {
+                        self.workers[i] = 0;
+                        i += 1;
+                    }
+                } else {
+                    i += 1;
+                }
+                for _ in 0..self.count.to_start() {
+                    self.workers.push(0);
+                }
+                let n = self.workers.len();
+                if self.log.last().map(|&(_, last)| last) != Some(n) {
+                    self.log
+                        .push((self.count.landed.load(Ordering::Relaxed) / MIB, n));
+                }
+            }
+        }
+
+        fn streams(&self) -> usize {
+            self.workers.len()
+        }
+    }
+
+    #[test]
+    fn one_stream_as_fast_as_four_and_cheaper_goes_on_alone() {
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| (2000.0, if n == 1 { 0.45 } else { 0.5 }));
+        assert_eq!(d.streams(), 1, "{:?}", d.log);
+        // Four streams until measured (16 + 384 MiB) and until the others' spans end (each lands
+        // a quarter of the bytes): one from then on.
+        assert_eq!(d.log.first(), Some(&(1, 4)));
+        let (narrowed_at, one) = d.log[d.log.len() - 1];
+        assert_eq!(one, 1);
+        assert!(narrowed_at <= 400 + 4 * 64, "{:?}", d.log);
+        assert_eq!(d.count.counts(), (1, 1));
+        assert_eq!(
+            d.count.span_scale(),
+            4,
+            "one stream asks for all streams' spans"
+        );
+    }
+
+    #[test]
+    fn one_stream_a_bit_slower_within_the_noise_but_cheaper_goes_on_alone() {
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| {
+            if n == 1 {
+                (1800.0, 0.45)
+            } else {
+                (2000.0, 0.5)
+            }
+        });
+        assert_eq!(d.streams(), 1, "{:?}", d.log);
+    }
+
+    #[test]
+    fn one_stream_as_fast_but_dearer_brings_all_back() {
+        // A server that costs the client nothing: one stream's worker waits on the writer block
+        // by block.
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| {
+            if n == 1 {
+                (2000.0, 0.55)
+            } else {
+                (2000.0, 0.5)
+            }
+        });
+        assert_eq!(d.streams(), 4, "{:?}", d.log);
+        assert_eq!(d.count.span_scale(), 1);
+    }
+
+    #[test]
+    fn one_stream_of_a_real_link_brings_all_back_for_good() {
+        // About 100 MB/s per stream, as a store caps each connection; cheaper per byte alone.
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| (95.0 * n as f64, 0.3 + 0.05 * n as f64));
+        assert_eq!(d.streams(), 4, "{:?}", d.log);
+        // Down to one once, for the measurement, and never again.
+        let ones = d.log.iter().filter(|&&(_, n)| n == 1).count();
+        assert_eq!(ones, 1, "{:?}", d.log);
+        let (back_at, _) = *d.log.iter().rev().find(|&&(_, n)| n == 4).unwrap();
+        assert!(
+            back_at < 1024,
+            "all streams back after {back_at} MiB: {:?}",
+            d.log
+        );
+    }
+
+    #[test]
+    fn one_stream_that_slows_down_brings_all_back_and_measures_again() {
+        let mut d = Drive::new(8192, 4, 64);
+        d.run(1024, |n| (2000.0, if n == 1 { 0.45 } else { 0.5 }));
+        assert_eq!(d.streams(), 1, "{:?}", d.log);
+        // The server gets busy with others: one stream now carries a quarter, four the same as
+        // before.
+        d.run(1024, |n| if n == 1 { (500.0, 0.45) } else { (2000.0, 0.5) });
+        assert_eq!(d.streams(), 4, "{:?}", d.log);
+        d.run(1024, |n| if n == 1 { (500.0, 0.45) } else { (2000.0, 0.5) });
+        assert_eq!(d.streams(), 4, "measured again, and four won: {:?}", d.log);
+    }
+
+    #[test]
+    fn small_objects_one_stream_and_measuring_off_keep_their_streams() {
+        for (size, all, measure) in [
+            (2047 * MIB, 4, Some(StreamMeasure::default())),
+            (4096 * MIB, 1, Some(StreamMeasure::default())),
+            (4096 * MIB, 4, None),
+        ] {
+            let count = StreamCount::new(size, all, measure);
+            let now = Instant::now();
+            for i in 0..4096 {
+                let ms = Duration::from_millis(i);
+                count.landed_at(MIB, now + ms, ms / 2);
+                assert!(!count.retire_at(now));
+            }
+            assert_eq!(count.to_start(), 0);
+            assert_eq!(count.counts(), (all, all));
+        }
+    }
+
+    #[test]
+    fn the_process_cpu_time_grows() {
+        let before = process_cpu_time();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu_time() > before);
+    }
+}
