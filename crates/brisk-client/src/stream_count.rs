@@ -7,7 +7,7 @@
 //! for the caches (BENCHMARKS.md, "the floor by connections": 0.50 CPU s/GiB with one stream, 0.58
 //! with two or four). Nothing known before the download tells the two apart, so a large download
 //! measures: its rate and the process's CPU time per byte with all its streams, then with one. It
-//! goes on with one if one carries at least 80 % of the rate for at most 93 % of the CPU per byte
+//! goes on with one if one carries at least 90 % of the rate for at most 93 % of the CPU per byte
 //! ([`StreamMeasure`]), else with all of them, measuring no more. (From a server on the same machine
 //! that costs the client nothing, one stream is within the noise of four in rate and CPU: the
 //! client is the bound either way, and four streams keep it busier.) While one stream runs its
@@ -19,7 +19,7 @@
 //! bytes, so that a slow link measures over as many bytes as a fast one.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -45,9 +45,10 @@ pub struct StreamMeasure {
     /// Bytes over which one stream is measured (256 MiB).
     pub one_window: u64,
     /// One stream goes on alone if it carries at least this share of all streams' rate, in
-    /// percent (80): below 100 because windows of a few hundred MiB differ by more than that from
-    /// each other on a busy machine; far above what one stream of a real link carries next to
-    /// four (a quarter to a half).
+    /// percent (90): below 100 because windows of a few hundred MiB differ by several percent on
+    /// a busy machine; far above what one stream of a real link carries next to four (a quarter
+    /// to a half), and above what one stream writing its own blocks carried from `brisk serve` on
+    /// the same machine, where the client is the bound (70–81 %).
     pub keep_one_percent: u32,
     /// ... and if its CPU per byte is at most this share of all streams', in percent (93). From
     /// a server that was the bound, one stream cost 0.37–0.45 CPU s/GiB against four's 0.43–0.52
@@ -64,7 +65,7 @@ impl Default for StreamMeasure {
             settle: 16 * MIB,
             all_window: 384 * MIB,
             one_window: 256 * MIB,
-            keep_one_percent: 80,
+            keep_one_percent: 90,
             cheaper_percent: 93,
         }
     }
@@ -81,6 +82,8 @@ pub(crate) struct StreamCount {
     next_look: AtomicU64,
     inner: Mutex<Inner>,
     more: Notify,
+    /// Whether one stream runs alone, measured or chosen: its worker then writes its blocks itself.
+    alone: AtomicBool,
 }
 
 struct Inner {
@@ -206,7 +209,13 @@ impl StreamCount {
                 phase,
             }),
             more: Notify::new(),
+            alone: AtomicBool::new(false),
         }
+    }
+
+    /// Whether one stream runs alone, being measured or chosen.
+    pub(crate) fn alone(&self) -> bool {
+        self.alone.load(Ordering::Relaxed)
     }
 
     /// `n` more bytes have landed in the file.
@@ -279,6 +288,7 @@ impl StreamCount {
             && inner.running <= 1
         {
             inner.phase = Phase::OneSettling { all };
+            self.alone.store(true, Ordering::Relaxed);
             let landed = self.landed.load(Ordering::Relaxed);
             self.look_after(landed + self.measure.settle);
             tracing::trace!(?at, landed, "one download stream left");
@@ -355,6 +365,7 @@ impl StreamCount {
 
     fn widen(&self, inner: &mut Inner, measure_again: bool) {
         inner.phase = Phase::Widening { measure_again };
+        self.alone.store(false, Ordering::Relaxed);
         inner.wanted = self.all;
         self.look_after(u64::MAX);
         self.more.notify_one();
@@ -471,7 +482,7 @@ mod tests {
         let mut d = Drive::new(4096, 4, 64);
         d.run(4096, |n| {
             if n == 1 {
-                (1800.0, 0.45)
+                (1950.0, 0.45)
             } else {
                 (2000.0, 0.5)
             }

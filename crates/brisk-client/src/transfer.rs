@@ -933,6 +933,7 @@ impl Client {
             }),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
             streams: StreamCount::new(size, options.parts_in_flight, options.measure_streams),
+            file: Arc::clone(file),
             writes,
         });
         let mut workers = JoinSet::new();
@@ -1007,6 +1008,8 @@ struct StreamedDownload {
     crc: std::sync::Mutex<RangeCrcs>,
     /// How many workers run (see [`StreamCount`]).
     streams: StreamCount,
+    /// The file, for the writes a worker running alone makes itself.
+    file: Arc<std::fs::File>,
     /// The download's one file writer (see [`start_file_writer`]).
     writes: std::sync::mpsc::SyncSender<FileWrite>,
 }
@@ -1068,6 +1071,11 @@ impl PartQueue {
         }
     }
 }
+
+/// A write made by a worker running alone that takes longer than this (1 MiB to the page cache
+/// takes 0.15–0.6 ms) says the storage is throttling writers: the worker hands its blocks to the
+/// writer thread from then on, so that the runtime's thread does not wait on storage.
+const SLOW_WRITE_HERE: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The low-water mark a streamed download's worker sets while it waits for the file writer: 4 MiB,
 /// which Linux caps at half the largest receive buffer (3 MiB by default). Measured against
@@ -1133,11 +1141,13 @@ async fn stream_ranges_through(
                     }
                     filled += n;
                 }
-                // While the worker waits for the writer, the segments that keep arriving would
-                // each wake it for nothing.
-                stream.wake_after(WAKE_AFTER_WHILE_WRITING);
-                block = writer.write(client, block, at, filled).await?;
-                stream.wake_after(job.chunk);
+                if !(job.streams.alone() && writer.write_here(&block, at, filled).await?) {
+                    // While the worker waits for the writer, the segments that keep arriving
+                    // would each wake it for nothing.
+                    stream.wake_after(WAKE_AFTER_WHILE_WRITING);
+                    block = writer.write(client, block, at, filled).await?;
+                    stream.wake_after(job.chunk);
+                }
                 at += filled as u64;
                 if let Some(progress) = &job.progress {
                     progress.add(filled as u64);
@@ -1220,6 +1230,11 @@ struct ChunkWriter {
     written: tokio::sync::mpsc::Receiver<Written>,
     /// Whether a write is in flight.
     pending: bool,
+    /// The worker's second block, back from the writer, while the worker writes its blocks itself.
+    spare: Option<PooledBlock>,
+    /// Whether one of the worker's own writes was slow (storage throttling writers): it then
+    /// hands every block to the writer thread, as the runtime's thread must not wait on storage.
+    slow_here: bool,
 }
 
 impl ChunkWriter {
@@ -1230,7 +1245,36 @@ impl ChunkWriter {
             done,
             written,
             pending: false,
+            spare: None,
+            slow_here: false,
         }
+    }
+
+    /// Writes `block[..len]` at `offset` on this thread, while the worker runs alone: one stream
+    /// from a server that is the bound, where handing each block to the writer thread costs a
+    /// wake-up on each side and a cache's worth of copying across cores, and the client needs one
+    /// thread, not two (BENCHMARKS.md, "Download streams chosen by measurement"). Returns false,
+    /// having written nothing, once a write here has taken longer than [`SLOW_WRITE_HERE`].
+    async fn write_here(&mut self, block: &PooledBlock, offset: u64, len: usize) -> Result<bool> {
+        use std::os::unix::fs::FileExt;
+        if self.slow_here {
+            return Ok(false);
+        }
+        if self.pending {
+            // The block handed off before: kept for when blocks are handed off again.
+            self.spare = Some(self.join().await?);
+        }
+        let started = std::time::Instant::now();
+        self.job
+            .file
+            .write_all_at(&block[..len], offset)
+            .map_err(|e| file_error(&self.job.temp, "writing", e))?;
+        if started.elapsed() > SLOW_WRITE_HERE {
+            self.slow_here = true;
+        }
+        // A socket with data waiting does not yield: let the runtime's other tasks run.
+        tokio::task::yield_now().await;
+        Ok(true)
     }
 
     /// Starts writing `block[..len]` at `offset` and returns the block to fill next: the one the
@@ -1246,7 +1290,9 @@ impl ChunkWriter {
         offset: u64,
         len: usize,
     ) -> Result<PooledBlock> {
-        let next = if self.pending {
+        let next = if let Some(spare) = self.spare.take() {
+            spare
+        } else if self.pending {
             self.join().await?
         } else {
             match client.buffer_pool().try_get(self.job.chunk) {
