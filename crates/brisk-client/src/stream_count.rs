@@ -6,13 +6,16 @@
 //! no more bytes and cost CPU on both ends: each stream's socket buffers are one more working set
 //! for the caches (BENCHMARKS.md, "the floor by connections": 0.50 CPU s/GiB with one stream, 0.58
 //! with two or four). Nothing known before the download tells the two apart, so a large download
-//! measures: its rate and the process's CPU time per byte with all its streams, then with one. It
-//! goes on with one if one carries at least 90 % of the rate for at most 93 % of the CPU per byte
-//! ([`StreamMeasure`]), else with all of them, measuring no more. (From a server on the same machine
-//! that costs the client nothing, one stream is within the noise of four in rate and CPU: the
-//! client is the bound either way, and four streams keep it busier.) While one stream runs its
-//! rate is watched, window by window; if a window falls below [`FALL`] of the rate it was
-//! measured at, the streams come back and the measuring starts over.
+//! measures: its rate and the process's CPU time per byte with all its streams, then with one,
+//! which writes its own blocks (no writer thread: the client needs one core, and leaves the other
+//! to a server on the same machine). It goes on with one if one carries at least 90 % of the rate
+//! for at most 93 % of the CPU per byte ([`StreamMeasure`]), else with all of them, measuring no
+//! more; if the first eighth of one stream's window shows less than half of the rate (a real
+//! link), all streams come back at once. From a server on the same machine that costs the client
+//! nothing, one stream carries 70–81 % of four: the client is the bound, and four streams keep
+//! two threads busy. While one stream runs its rate is watched, window by window; if a window
+//! falls below [`FALL`] of the rate it was measured at, the streams come back and the measuring
+//! starts over.
 //!
 //! Streams change only between GETs: a worker ends when it finishes a span and fewer streams are
 //! wanted, and the download starts new workers when more are wanted. The measuring windows are in
@@ -28,6 +31,12 @@ use tokio::sync::Notify;
 /// other streams back.
 pub const FALL: f64 = 0.6;
 
+/// One stream that carries less than this share of all streams' rate, in percent, over the first
+/// eighth of its window brings the others back at once. Far below what one stream carries next
+/// to four from a server on the same machine (70 % and more), and above what it carries over a
+/// real link (25–50 %), where the whole window at one stream's rate would cost seconds.
+const EARLY_GIVE_UP_PERCENT: u32 = 50;
+
 /// How a large download measures whether one stream carries it as fast as all of them
 /// ([`TransferOptions::measure_streams`](crate::TransferOptions::measure_streams)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,8 +44,9 @@ pub struct StreamMeasure {
     /// Objects smaller than this are downloaded with all their streams, unmeasured (by default
     /// 2 GiB: the measuring takes about 800 MiB with four streams of 64 MiB spans).
     pub min_size: u64,
-    /// Bytes landed after the streams change before a measurement starts, while connections warm
-    /// up and the streams that are ending finish (16 MiB).
+    /// Bytes landed after all streams start before they are measured, while connections warm up
+    /// (16 MiB); one stream left alone, warm already, is measured after a quarter of it, while the
+    /// others' last writes end.
     pub settle: u64,
     /// Bytes over which all streams are measured, and each window of one stream's rate while
     /// it runs alone (384 MiB). Windows of 256 and 128 MiB chose one stream from MinIO in only
@@ -166,9 +176,12 @@ enum Phase {
     OneSettling {
         all: Measured,
     },
+    /// One stream is measured from `from`; `early` until the first eighth of the window has been
+    /// looked at.
     OneMeasuring {
         all: Measured,
         from: Mark,
+        early: bool,
     },
     /// One stream runs alone at about `rate`; watched window by window.
     One {
@@ -290,7 +303,9 @@ impl StreamCount {
             inner.phase = Phase::OneSettling { all };
             self.alone.store(true, Ordering::Relaxed);
             let landed = self.landed.load(Ordering::Relaxed);
-            self.look_after(landed + self.measure.settle);
+            // The stream left is warm already: a quarter of the settling lets the others' last
+            // writes end.
+            self.look_after(landed + self.measure.settle / 4);
             tracing::trace!(?at, landed, "one download stream left");
         }
         true
@@ -314,10 +329,44 @@ impl StreamCount {
                 self.look_after(u64::MAX);
             }
             Phase::OneSettling { all } => {
-                inner.phase = Phase::OneMeasuring { all, from: now };
-                self.look_after(now.landed + m.one_window);
+                inner.phase = Phase::OneMeasuring {
+                    all,
+                    from: now,
+                    early: true,
+                };
+                self.look_after(now.landed + m.one_window / 8);
             }
-            Phase::OneMeasuring { all, from } => {
+            Phase::OneMeasuring {
+                all,
+                from,
+                early: true,
+            } => {
+                // Over a real link one stream carries a quarter to a half of four: an eighth of
+                // the window says so, and the rest is not spent at that rate.
+                let one = from.to(now);
+                if one.rate * 100.0 < f64::from(EARLY_GIVE_UP_PERCENT) * all.rate {
+                    tracing::debug!(
+                        all_streams = self.all,
+                        all_mib_s = all.rate / 1048576.0,
+                        one_mib_s = one.rate / 1048576.0,
+                        landed = now.landed,
+                        "download streams measured: one stream is far slower"
+                    );
+                    self.widen(&mut inner, false);
+                } else {
+                    inner.phase = Phase::OneMeasuring {
+                        all,
+                        from,
+                        early: false,
+                    };
+                    self.look_after(from.landed + m.one_window);
+                }
+            }
+            Phase::OneMeasuring {
+                all,
+                from,
+                early: false,
+            } => {
                 let one = from.to(now);
                 let decision = if one.rate * 100.0 >= f64::from(m.keep_one_percent) * all.rate
                     && one.cpu_per_gib * 100.0 <= f64::from(m.cheaper_percent) * all.cpu_per_gib
@@ -515,12 +564,22 @@ mod tests {
         // Down to one once, for the measurement, and never again.
         let ones = d.log.iter().filter(|&&(_, n)| n == 1).count();
         assert_eq!(ones, 1, "{:?}", d.log);
+        // Back after the others' spans have ended (400 + up to 4 × 64 MiB), 4 MiB of settling and
+        // an eighth of the 256 MiB window: 36 MiB at one stream's rate, not 260.
+        let (narrowed_at, _) = *d.log.iter().find(|&&(_, n)| n == 1).unwrap();
         let (back_at, _) = *d.log.iter().rev().find(|&&(_, n)| n == 4).unwrap();
-        assert!(
-            back_at < 1024,
-            "all streams back after {back_at} MiB: {:?}",
-            d.log
-        );
+        assert!(narrowed_at <= 400 + 4 * 64, "{:?}", d.log);
+        assert_eq!(back_at - narrowed_at, 36, "{:?}", d.log);
+    }
+
+    #[test]
+    fn one_stream_at_two_thirds_of_the_rate_is_measured_over_the_whole_window() {
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| if n == 1 { (1300.0, 0.4) } else { (2000.0, 0.5) });
+        assert_eq!(d.streams(), 4, "{:?}", d.log);
+        let (narrowed_at, _) = *d.log.iter().find(|&&(_, n)| n == 1).unwrap();
+        let (back_at, _) = *d.log.iter().rev().find(|&&(_, n)| n == 4).unwrap();
+        assert_eq!(back_at - narrowed_at, 4 + 256, "{:?}", d.log);
     }
 
     #[test]
