@@ -11,7 +11,8 @@
 //! to a server on the same machine). It goes on with one if one carries at least 90 % of the rate
 //! for at most 93 % of the CPU per byte ([`StreamMeasure`]), else with all of them, measuring no
 //! more; if the first eighth of one stream's window shows less than half of the rate (a real
-//! link), all streams come back at once. From a server on the same machine that costs the client
+//! link), all streams come back at once. A client that kept less than half a core busy with all
+//! streams (a slow link) is not measured further: what one stream could save is small there. From a server on the same machine that costs the client
 //! nothing, one stream carries 70–81 % of four: the client is the bound, and four streams keep
 //! two threads busy. While one stream runs its rate is watched, window by window; if a window
 //! falls below [`FALL`] of the rate it was measured at, the streams come back and the measuring
@@ -60,7 +61,14 @@ pub struct StreamMeasure {
     /// to a half), and above what one stream writing its own blocks carried from `brisk serve` on
     /// the same machine, where the client is the bound (70–81 %).
     pub keep_one_percent: u32,
-    /// ... and if its CPU per byte is at most this share of all streams', in percent (93). From
+    /// One stream is measured only if the process kept at least this share of a core busy while
+    /// all streams ran, in percent (50): below it the CPU one stream could save is small, and on a
+    /// slow link a window at one stream's rate costs time (through a proxy giving each connection
+    /// a 40 ms round trip, 4 GiB at 745 MiB/s kept a third of a core busy, and measuring one
+    /// stream cost 0.2 s).
+    pub min_busy_percent: u32,
+    /// One stream goes on alone only if its CPU per byte is also at most this share of all
+    /// streams', in percent (93). From
     /// a server that was the bound, one stream cost 0.37–0.45 CPU s/GiB against four's 0.43–0.52
     /// in the same downloads; from one that cost the client nothing, one and four cost the same
     /// within 5 % in the windows, and one was the slower over whole downloads (BENCHMARKS.md).
@@ -76,6 +84,7 @@ impl Default for StreamMeasure {
             all_window: 384 * MIB,
             one_window: 256 * MIB,
             keep_one_percent: 90,
+            min_busy_percent: 50,
             cheaper_percent: 93,
         }
     }
@@ -324,9 +333,23 @@ impl StreamCount {
                 self.look_after(now.landed + m.all_window);
             }
             Phase::AllMeasuring { from } => {
-                inner.phase = Phase::Narrowing { all: from.to(now) };
-                inner.wanted = 1;
-                self.look_after(u64::MAX);
+                let all = from.to(now);
+                // CPU seconds per second: the share of a core the process kept busy.
+                let busy = all.cpu_per_gib * all.rate / (1u64 << 30) as f64;
+                if busy * 100.0 < f64::from(m.min_busy_percent) {
+                    tracing::debug!(
+                        all_streams = self.all,
+                        all_mib_s = all.rate / 1048576.0,
+                        busy,
+                        "download streams not narrowed: the client is not busy"
+                    );
+                    inner.phase = Phase::Fixed;
+                    self.look_after(u64::MAX);
+                } else {
+                    inner.phase = Phase::Narrowing { all };
+                    inner.wanted = 1;
+                    self.look_after(u64::MAX);
+                }
             }
             Phase::OneSettling { all } => {
                 inner.phase = Phase::OneMeasuring {
@@ -556,10 +579,19 @@ mod tests {
     }
 
     #[test]
-    fn one_stream_of_a_real_link_brings_all_back_for_good() {
-        // About 100 MB/s per stream, as a store caps each connection; cheaper per byte alone.
+    fn a_client_that_is_not_busy_keeps_its_streams_unmeasured() {
+        // About 100 MB/s per stream, as a store caps each connection: a fifth of a core.
         let mut d = Drive::new(4096, 4, 64);
         d.run(4096, |n| (95.0 * n as f64, 0.3 + 0.05 * n as f64));
+        assert_eq!(d.log, [(1, 4)]);
+        assert_eq!(d.count.counts(), (4, 4));
+    }
+
+    #[test]
+    fn one_stream_of_a_fast_capped_link_brings_all_back_at_once_for_good() {
+        // 600 MiB/s per connection, over a core busy with four.
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| (600.0 * n as f64, 0.5));
         assert_eq!(d.streams(), 4, "{:?}", d.log);
         // Down to one once, for the measurement, and never again.
         let ones = d.log.iter().filter(|&&(_, n)| n == 1).count();

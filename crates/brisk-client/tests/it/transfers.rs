@@ -92,6 +92,7 @@ async fn a_download_that_measures_its_streams_lands_every_byte_once() {
                     all_window: 8 * MIB as u64,
                     one_window: 4 * MIB as u64,
                     keep_one_percent: if round == 0 { 200 } else { 90 },
+                    min_busy_percent: 0,
                     ..StreamMeasure::default()
                 }),
                 ..TransferOptions::default()
