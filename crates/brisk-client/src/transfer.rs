@@ -912,6 +912,9 @@ impl Client {
         // A worker that has ended may still have a write queued while the one started in its
         // place queues its own: room for two per stream.
         let (writes, writer) = start_file_writer(Arc::clone(file), 2 * options.parts_in_flight);
+        // Azure sends the MD5 of a range of up to 4 MiB: one part per GET keeps it, and a stream
+        // running alone asks for no more.
+        let md5_per_part = self.is_azure() && options.part_size as u64 <= TRANSACTIONAL_MD5_MAX;
         let job = Arc::new(StreamedDownload {
             bucket: target.bucket.to_owned(),
             key: target.key.to_owned(),
@@ -923,13 +926,12 @@ impl Client {
             parts: std::sync::Mutex::new(PartQueue {
                 ranges: Ranges::new(size, options.part_size, check),
                 index: 0,
-                // Azure sends the MD5 of a range of up to 4 MiB: one part per GET keeps it.
-                span_parts: if self.is_azure() && options.part_size as u64 <= TRANSACTIONAL_MD5_MAX
-                {
+                span_parts: if md5_per_part {
                     1
                 } else {
                     span_parts(size, options.part_size as u64, options.parts_in_flight)
                 },
+                scalable: !md5_per_part,
             }),
             crc: std::sync::Mutex::new(RangeCrcs::new(check, size)),
             streams: StreamCount::new(size, options.parts_in_flight, options.measure_streams),
@@ -1042,16 +1044,24 @@ struct PartQueue {
     index: u64,
     /// How many consecutive parts one GET asks for (see [`DOWNLOAD_SPAN`]).
     span_parts: u64,
+    /// Whether a span may be longer while one stream runs alone (not where each GET must stay
+    /// one part).
+    scalable: bool,
 }
 
 impl PartQueue {
-    /// The next span, of `scale` times the usual parts: the index of its first part, its offset
-    /// and its length.
+    /// The next span, of `scale` times the usual parts where spans may be longer: the index of
+    /// its first part, its offset and its length.
     fn next_span(&mut self, scale: usize) -> Option<(u64, u64, u64)> {
         let (offset, mut len) = self.ranges.next()?;
         let first = self.index;
         self.index += 1;
-        while self.index - first < self.span_parts * scale as u64 {
+        let parts = if self.scalable {
+            self.span_parts * scale as u64
+        } else {
+            self.span_parts
+        };
+        while self.index - first < parts {
             let Some((_, more)) = self.ranges.next() else {
                 break;
             };
@@ -1087,7 +1097,9 @@ const WAKE_AFTER_WHILE_WRITING: usize = 4 << 20;
 ///
 /// The worker fills one block from the socket, summing each read as it lands (the bytes are still
 /// in the CPU's cache), hands it to a blocking write and fills the other meanwhile, so the socket
-/// and the file are busy at once. A worker holds at most two blocks and one write in flight.
+/// and the file are busy at once. A worker holds at most two blocks and one write in flight. A
+/// worker running alone (see [`StreamCount`]) writes each block itself instead, and ends between
+/// spans when fewer streams are wanted.
 async fn stream_ranges(client: Client, job: Arc<StreamedDownload>) -> Result<()> {
     // The block is taken with the first range: a worker that finds no range holds none.
     let Some(first) = job.next_span() else {
@@ -1758,7 +1770,8 @@ mod tests {
     #[test]
     fn spans_split_back_into_exactly_the_parts_they_joined() {
         // 8 MiB steps cut at 5 MiB stored parts: the parts are uneven, and spans must still cover
-        // them in order, each part once, with consecutive indices.
+        // them in order, each part once, with consecutive indices; longer while one stream runs
+        // alone (scale 4), except where each GET must stay its spans' parts.
         let size = 97 * MIB + 3;
         let ranges = Ranges {
             size,
@@ -1767,22 +1780,32 @@ mod tests {
             next: 0,
         };
         let expected: Vec<(u64, u64)> = Ranges { ..ranges }.collect();
-        let mut queue = PartQueue {
-            ranges,
-            index: 0,
-            span_parts: 3,
-        };
-        let mut seen = Vec::new();
-        let mut spans = 0;
-        while let Some((first, offset, len)) = queue.next_span(1) {
-            assert_eq!(first, seen.len() as u64, "indices run on from span to span");
-            let parts: Vec<_> = queue.parts_of(offset, len).collect();
-            assert!(!parts.is_empty() && parts.len() <= 3, "{parts:?}");
-            assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), len);
-            seen.extend(parts);
-            spans += 1;
+        for (scalable, scales) in [(true, [1, 1]), (true, [1, 4]), (false, [4, 4])] {
+            let mut queue = PartQueue {
+                ranges: Ranges { ..ranges },
+                index: 0,
+                span_parts: 3,
+                scalable,
+            };
+            let mut seen = Vec::new();
+            let mut spans = 0;
+            let mut longest = 0;
+            while let Some((first, offset, len)) = queue.next_span(scales[spans % 2]) {
+                assert_eq!(first, seen.len() as u64, "indices run on from span to span");
+                let parts: Vec<_> = queue.parts_of(offset, len).collect();
+                let most = if scalable { 3 * scales[spans % 2] } else { 3 };
+                assert!(!parts.is_empty() && parts.len() <= most, "{parts:?}");
+                assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), len);
+                longest = longest.max(parts.len());
+                seen.extend(parts);
+                spans += 1;
+            }
+            assert_eq!(seen, expected);
+            let expect_longest = if scalable && scales[1] == 4 { 12 } else { 3 };
+            assert_eq!(
+                longest, expect_longest,
+                "scalable {scalable}, scales {scales:?}"
+            );
         }
-        assert_eq!(seen, expected);
-        assert_eq!(spans, expected.len().div_ceil(3));
     }
 }
