@@ -1087,6 +1087,10 @@ impl PartQueue {
 /// writer thread from then on, so that the runtime's thread does not wait on storage.
 const SLOW_WRITE_HERE: std::time::Duration = std::time::Duration::from_millis(5);
 
+/// A worker writing its own blocks yields to the runtime's other tasks once per this many blocks
+/// (8 MiB: a few milliseconds).
+const WRITES_HERE_PER_YIELD: u32 = 8;
+
 /// The low-water mark a streamed download's worker sets while it waits for the file writer: 4 MiB,
 /// which Linux caps at half the largest receive buffer (3 MiB by default). Measured against
 /// leaving the mark at a block's worth: from MinIO, about half the wake-ups again.
@@ -1247,6 +1251,8 @@ struct ChunkWriter {
     /// Whether one of the worker's own writes was slow (storage throttling writers): it then
     /// hands every block to the writer thread, as the runtime's thread must not wait on storage.
     slow_here: bool,
+    /// Blocks the worker has written itself.
+    written_here: u32,
 }
 
 impl ChunkWriter {
@@ -1259,6 +1265,7 @@ impl ChunkWriter {
             pending: false,
             spare: None,
             slow_here: false,
+            written_here: 0,
         }
     }
 
@@ -1284,8 +1291,13 @@ impl ChunkWriter {
         if started.elapsed() > SLOW_WRITE_HERE {
             self.slow_here = true;
         }
-        // A socket with data waiting does not yield: let the runtime's other tasks run.
-        tokio::task::yield_now().await;
+        // A socket with data waiting does not yield: let the runtime's other tasks run, every
+        // few blocks (on a multi-thread runtime each yield can wake an idle worker thread to
+        // steal the task).
+        self.written_here += 1;
+        if self.written_here.is_multiple_of(WRITES_HERE_PER_YIELD) {
+            tokio::task::yield_now().await;
+        }
         Ok(true)
     }
 
