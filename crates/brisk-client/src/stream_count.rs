@@ -10,8 +10,9 @@
 //! which writes its own blocks (no writer thread: the client needs one core, and leaves the other
 //! to a server on the same machine). It goes on with one if one carries at least 90 % of the rate
 //! for at most 93 % of the CPU per byte ([`StreamMeasure`]), else with all of them, measuring no
-//! more; if the first eighth of one stream's window shows less than half of the rate (a real
-//! link), all streams come back at once. A client that kept less than half a core busy with all
+//! more; if, while the others end, a 32 MiB window carries less than 60 % of all streams' rate,
+//! or if the first eighth of one stream's window shows less than half of it (a link that caps
+//! each connection), all streams come back at once. A client that kept less than half a core busy with all
 //! streams (a slow link) is not measured further: what one stream could save is small there. From a server on the same machine that costs the client
 //! nothing, one stream carries 70–81 % of four: the client is the bound, and four streams keep
 //! two threads busy. While one stream runs its rate is watched, window by window; if a window
@@ -37,6 +38,13 @@ pub const FALL: f64 = 0.6;
 /// to four from a server on the same machine (70 % and more), and above what it carries over a
 /// real link (25–50 %), where the whole window at one stream's rate would cost seconds.
 const EARLY_GIVE_UP_PERCENT: u32 = 50;
+
+/// While streams end for one to be measured, a window of an eighth of one stream's (32 MiB) at
+/// less than this share of all streams' rate, in percent, brings them back: the streams each
+/// carried their share, as over a link that caps each connection, and measuring one would cost
+/// the time of the others ending one by one. From a server that is the bound, or a client that
+/// is, the streams left carry what all did.
+const NARROWING_GIVE_UP_PERCENT: u32 = 60;
 
 /// How a large download measures whether one stream carries it as fast as all of them
 /// ([`TransferOptions::measure_streams`](crate::TransferOptions::measure_streams)).
@@ -178,9 +186,11 @@ enum Phase {
     AllMeasuring {
         from: Mark,
     },
-    /// One stream is wanted; the last worker to end moves on.
+    /// One stream is wanted; the last worker to end moves on. The rate is watched from `from`
+    /// while the others end.
     Narrowing {
         all: Measured,
+        from: Mark,
     },
     OneSettling {
         all: Measured,
@@ -306,7 +316,7 @@ impl StreamCount {
             return false;
         }
         inner.running -= 1;
-        if let Phase::Narrowing { all } = inner.phase
+        if let Phase::Narrowing { all, .. } = inner.phase
             && inner.running <= 1
         {
             inner.phase = Phase::OneSettling { all };
@@ -346,9 +356,27 @@ impl StreamCount {
                     inner.phase = Phase::Fixed;
                     self.look_after(u64::MAX);
                 } else {
-                    inner.phase = Phase::Narrowing { all };
+                    inner.phase = Phase::Narrowing { all, from: now };
                     inner.wanted = 1;
-                    self.look_after(u64::MAX);
+                    self.look_after(now.landed + m.one_window / 8);
+                }
+            }
+            Phase::Narrowing { all, from } => {
+                // Streams that each carry their share (a link that caps each connection) lose
+                // rate as they end: then the rest need not end too before one is measured.
+                let window = from.to(now);
+                if window.rate * 100.0 < f64::from(NARROWING_GIVE_UP_PERCENT) * all.rate {
+                    tracing::debug!(
+                        all_streams = self.all,
+                        running = inner.running,
+                        all_mib_s = all.rate / 1048576.0,
+                        window_mib_s = window.rate / 1048576.0,
+                        "download streams measured: fewer streams are slower"
+                    );
+                    self.widen(&mut inner, false);
+                } else {
+                    inner.phase = Phase::Narrowing { all, from: now };
+                    self.look_after(now.landed + m.one_window / 8);
                 }
             }
             Phase::OneSettling { all } => {
@@ -429,9 +457,7 @@ impl StreamCount {
                     self.look_after(now.landed + m.all_window);
                 }
             }
-            Phase::Fixed | Phase::Narrowing { .. } | Phase::Widening { .. } => {
-                self.look_after(u64::MAX)
-            }
+            Phase::Fixed | Phase::Widening { .. } => self.look_after(u64::MAX),
         }
     }
 
@@ -588,12 +614,23 @@ mod tests {
     }
 
     #[test]
-    fn one_stream_of_a_fast_capped_link_brings_all_back_at_once_for_good() {
+    fn streams_of_a_fast_capped_link_come_back_as_they_slow_and_for_good() {
         // 600 MiB/s per connection, over a core busy with four.
         let mut d = Drive::new(4096, 4, 64);
         d.run(4096, |n| (600.0 * n as f64, 0.5));
         assert_eq!(d.streams(), 4, "{:?}", d.log);
-        // Down to one once, for the measurement, and never again.
+        // Back when two of four were left (half the rate), never down to one, and never
+        // narrowed again.
+        let counts: Vec<usize> = d.log.iter().map(|&(_, n)| n).collect();
+        assert_eq!(counts, [4, 3, 2, 4], "{:?}", d.log);
+    }
+
+    #[test]
+    fn one_stream_far_slower_brings_all_back_after_an_eighth_of_its_window() {
+        // Two or more streams carry what four do; one alone carries 40 %.
+        let mut d = Drive::new(4096, 4, 64);
+        d.run(4096, |n| if n == 1 { (800.0, 0.5) } else { (2000.0, 0.5) });
+        assert_eq!(d.streams(), 4, "{:?}", d.log);
         let ones = d.log.iter().filter(|&&(_, n)| n == 1).count();
         assert_eq!(ones, 1, "{:?}", d.log);
         // Back after the others' spans have ended (400 + up to 4 × 64 MiB), 4 MiB of settling and
@@ -602,6 +639,17 @@ mod tests {
         let (back_at, _) = *d.log.iter().rev().find(|&&(_, n)| n == 4).unwrap();
         assert!(narrowed_at <= 400 + 4 * 64, "{:?}", d.log);
         assert_eq!(back_at - narrowed_at, 36, "{:?}", d.log);
+    }
+
+    #[test]
+    fn streams_that_each_carry_their_share_come_back_before_one_is_left() {
+        // Eight streams of a link that caps each at 300 MiB/s, with a core busy.
+        let mut d = Drive::new(8192, 8, 64);
+        d.run(8192, |n| (300.0 * n as f64, 0.5));
+        assert_eq!(d.streams(), 8, "{:?}", d.log);
+        let fewest = d.log.iter().map(|&(_, n)| n).min().unwrap();
+        assert!(fewest >= 3, "back before one was left: {:?}", d.log);
+        assert_eq!(d.count.span_scale(), 1);
     }
 
     #[test]
