@@ -88,6 +88,11 @@ pub struct GlobalArgs {
     /// Parts or ranges in flight per transfer.
     #[arg(long, global = true, default_value_t = DEFAULT_CONCURRENCY, value_parser = parse_concurrency)]
     pub concurrency: usize,
+    /// Downloads keep `--concurrency` streams throughout. Without it, a download of 2 GiB or more
+    /// measures whether one stream carries it as fast for less CPU (a server that is the bound)
+    /// and goes on with one if so.
+    #[arg(long, global = true)]
+    pub fixed_streams: bool,
     /// Multipart part size and streaming range size, e.g. 8MiB (5MiB .. 8MiB for streams).
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size,
           default_value = "8MiB")]

@@ -110,8 +110,8 @@ impl Context {
         builder.build()
     }
 
-    /// The client's transfer options from `--part-size` and `--concurrency`, counting completed
-    /// bytes on `progress`.
+    /// The client's transfer options from `--part-size`, `--concurrency` and `--fixed-streams`,
+    /// counting completed bytes on `progress`.
     pub fn transfer_options(&self, progress: Option<TransferProgress>) -> TransferOptions {
         TransferOptions {
             part_size: self.part_size,
@@ -119,6 +119,11 @@ impl Context {
             payload_signing: self.global.payload_signing.into(),
             progress,
             verify_md5_etag: self.verify_md5_etag,
+            measure_streams: if self.global.fixed_streams {
+                None
+            } else {
+                TransferOptions::default().measure_streams
+            },
             ..TransferOptions::default()
         }
     }
@@ -157,5 +162,30 @@ impl Context {
         } else {
             println!("{}", text());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::Cli;
+    use clap::Parser;
+
+    fn options(args: &[&str]) -> TransferOptions {
+        let cli = Cli::try_parse_from(args).unwrap();
+        Context::new(&cli.global).unwrap().transfer_options(None)
+    }
+
+    #[test]
+    fn downloads_measure_their_streams_unless_told_to_keep_them() {
+        let measured = options(&["brisk", "--concurrency", "6", "ls"]);
+        assert_eq!(measured.parts_in_flight, 6);
+        assert_eq!(
+            measured.measure_streams,
+            TransferOptions::default().measure_streams
+        );
+        assert!(measured.measure_streams.is_some());
+        let fixed = options(&["brisk", "ls", "--fixed-streams"]);
+        assert_eq!(fixed.measure_streams, None);
     }
 }

@@ -493,7 +493,7 @@ impl Client {
         secret_access_key=None, session_token=None, anonymous=false, max_memory=None,
         max_connections=None, connect_timeout=None, read_timeout=None, ca_bundle=None,
         addressing_style=None, part_size=None, parts_in_flight=None, pool_retention=None,
-        payload_signing=None, azure=false, azure_connection_string=None, azure_account=None, azure_key=None,
+        payload_signing=None, measure_streams=true, azure=false, azure_connection_string=None, azure_account=None, azure_key=None,
         azure_sas_token=None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -515,6 +515,7 @@ impl Client {
         parts_in_flight: Option<usize>,
         pool_retention: Option<&Bound<'_, PyAny>>,
         payload_signing: Option<String>,
+        measure_streams: bool,
         azure: bool,
         azure_connection_string: Option<String>,
         azure_account: Option<String>,
@@ -635,6 +636,9 @@ impl Client {
         }
         if let Some(choice) = payload_signing {
             transfer.payload_signing = payload_signing_arg(&choice)?;
+        }
+        if !measure_streams {
+            transfer.measure_streams = None;
         }
         let client = brisk_client::Client::new(config.clone()).map_err(py_err)?;
         Ok(Self {

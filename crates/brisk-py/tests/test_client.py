@@ -388,6 +388,17 @@ def test_upload_and_download_with_progress(client, bucket, tmp_path):
     assert client.download(bucket, "big", str(tmp_path / "plain.bin")) == len(data)
 
 
+def test_measure_streams_is_a_flag_of_the_client(server, client, bucket, tmp_path):
+    data = payload(12 * MiB + 5)
+    client.put(bucket, "obj", data)
+    fixed = server.client(measure_streams=False, parts_in_flight=3)
+    dst = tmp_path / "fixed.bin"
+    assert fixed.download(bucket, "obj", dst) == len(data)
+    assert dst.read_bytes() == data
+    with pytest.raises(TypeError):
+        server.client(measure_streams="no")
+
+
 def test_a_download_of_known_size_is_one_get(client, bucket, tmp_path):
     data = payload(3 * MiB + 5)
     client.put(bucket, "small", data)

@@ -127,6 +127,7 @@ class Client:
         parts_in_flight: int | None = None,
         pool_retention: int | str | None = None,
         payload_signing: str | None = None,
+        measure_streams: bool = True,
         azure: bool = False,
         azure_connection_string: str | None = None,
         azure_account: str | None = None,
