@@ -76,10 +76,10 @@ pub struct StreamMeasure {
     /// stream cost 0.2 s).
     pub min_busy_percent: u32,
     /// One stream goes on alone only if its CPU per byte is also at most this share of all
-    /// streams', in percent (93). From
-    /// a server that was the bound, one stream cost 0.37–0.45 CPU s/GiB against four's 0.43–0.52
-    /// in the same downloads; from one that cost the client nothing, one and four cost the same
-    /// within 5 % in the windows, and one was the slower over whole downloads (BENCHMARKS.md).
+    /// streams', in percent (93). From a server that was the bound, one stream cost 0.37–0.47 CPU
+    /// s/GiB against four's 0.43–0.56 in the same downloads; from one that cost the client
+    /// nothing, one stream handing its blocks to the writer thread cost the same as four within
+    /// 5 % in the windows, and was the slower over whole downloads (BENCHMARKS.md).
     pub cheaper_percent: u32,
 }
 
