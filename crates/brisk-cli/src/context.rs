@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use brisk_client::{AzureSettings, Client, ConfigError, TransferOptions, TransferProgress};
+use brisk_client::{
+    AzureSettings, Client, ConfigError, StreamMeasure, TransferOptions, TransferProgress,
+};
 use brisk_mem::{BufferPool, MemoryBudget};
 
 use crate::args::GlobalArgs;
@@ -119,11 +121,7 @@ impl Context {
             payload_signing: self.global.payload_signing.into(),
             progress,
             verify_md5_etag: self.verify_md5_etag,
-            measure_streams: if self.global.fixed_streams {
-                None
-            } else {
-                TransferOptions::default().measure_streams
-            },
+            measure_streams: (!self.global.fixed_streams).then(StreamMeasure::default),
             ..TransferOptions::default()
         }
     }

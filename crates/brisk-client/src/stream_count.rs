@@ -10,14 +10,14 @@
 //! which writes its own blocks (no writer thread: the client needs one core, and leaves the other
 //! to a server on the same machine). It goes on with one if one carries at least 90 % of the rate
 //! for at most 93 % of the CPU per byte ([`StreamMeasure`]), else with all of them, measuring no
-//! more; if, while the others end, a 32 MiB window carries less than 60 % of all streams' rate,
-//! or if the first eighth of one stream's window shows less than half of it (a link that caps
-//! each connection), all streams come back at once. A client that kept less than half a core busy with all
-//! streams (a slow link) is not measured further: what one stream could save is small there. From a server on the same machine that costs the client
-//! nothing, one stream carries 70–81 % of four: the client is the bound, and four streams keep
-//! two threads busy. While one stream runs its rate is watched, window by window; if a window
-//! falls below [`FALL`] of the rate it was measured at, the streams come back and the measuring
-//! starts over.
+//! more; if, while the others end, a window carries less than 60 % of all streams' rate, or if
+//! the first eighth of one stream's window shows less than half of it (a link that caps each
+//! connection), all streams come back at once. A client that kept less than half a core busy
+//! with all streams (a slow link) is not measured further: what one stream could save is small
+//! there. From a server on the same machine that costs the client nothing, one stream carries
+//! 70–81 % of four: the client is the bound, and four streams keep two threads busy. While one
+//! stream runs its rate is watched, window by window; if a window falls below 60 % of the rate it
+//! was measured at, the streams come back and the measuring starts over.
 //!
 //! Streams change only between GETs: a worker ends when it finishes a span and fewer streams are
 //! wanted, and the download starts new workers when more are wanted. The measuring windows are in
@@ -29,18 +29,18 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-/// While one stream runs alone, a window at less than this share of its measured rate brings the
-/// other streams back.
-pub const FALL: f64 = 0.6;
+/// While one stream runs alone, a window at less than this share of its measured rate, in
+/// percent, brings the other streams back.
+const FALL_PERCENT: u32 = 60;
 
-/// One stream that carries less than this share of all streams' rate, in percent, over the first
-/// eighth of its window brings the others back at once. Far below what one stream carries next
+/// One stream that carries less than this share of all streams' rate, in percent, over its early
+/// window ([`StreamMeasure::early_window`]) brings the others back at once. Far below what one stream carries next
 /// to four from a server on the same machine (70 % and more), and above what it carries over a
 /// real link (25–50 %), where the whole window at one stream's rate would cost seconds.
 const EARLY_GIVE_UP_PERCENT: u32 = 50;
 
-/// While streams end for one to be measured, a window of an eighth of one stream's (32 MiB) at
-/// less than this share of all streams' rate, in percent, brings them back: the streams each
+/// While streams end for one to be measured, an early window (see
+/// [`StreamMeasure::early_window`]) at less than this share of all streams' rate, in percent, brings them back: the streams each
 /// carried their share, as over a link that caps each connection, and measuring one would cost
 /// the time of the others ending one by one. From a server that is the bound, or a client that
 /// is, the streams left carry what all did.
@@ -81,6 +81,24 @@ pub struct StreamMeasure {
     /// nothing, one stream handing its blocks to the writer thread cost the same as four within
     /// 5 % in the windows, and was the slower over whole downloads (BENCHMARKS.md).
     pub cheaper_percent: u32,
+}
+
+impl StreamMeasure {
+    /// The window of the quick looks, an eighth of [`one_window`](Self::one_window) (32 MiB): the
+    /// rate while the other streams end, and the start of one stream's measurement.
+    fn early_window(&self) -> u64 {
+        self.one_window / 8
+    }
+}
+
+/// Whether `value` is less than `percent` % of `of`.
+fn below(value: f64, percent: u32, of: f64) -> bool {
+    value * 100.0 < f64::from(percent) * of
+}
+
+/// Whether `value` is at most `percent` % of `of`.
+fn at_most(value: f64, percent: u32, of: f64) -> bool {
+    value * 100.0 <= f64::from(percent) * of
 }
 
 impl Default for StreamMeasure {
@@ -252,16 +270,38 @@ impl StreamCount {
 
     /// `n` more bytes have landed in the file.
     pub(crate) fn landed(&self, n: u64) {
+        self.landed_marked(n, Mark::now);
+    }
+
+    /// [`landed`](Self::landed), with the mark of a look that is due made by `mark` (the clocks, or
+    /// a test's).
+    fn landed_marked(&self, n: u64, mark: impl FnOnce(u64) -> Mark) {
         let landed = self.landed.fetch_add(n, Ordering::Relaxed) + n;
         if landed >= self.next_look.load(Ordering::Relaxed) {
-            self.look(Mark::now(landed));
+            self.look(mark(landed));
         }
     }
 
     /// Whether a worker that has finished a span should end instead of taking the next: fewer
     /// streams are wanted than run. A worker told so has ended, as far as the count goes.
     pub(crate) fn retire(&self) -> bool {
-        self.retire_at(Instant::now())
+        let mut inner = self.lock();
+        if inner.running <= inner.wanted {
+            return false;
+        }
+        inner.running -= 1;
+        if let Phase::Narrowing { all, .. } = inner.phase
+            && inner.running <= 1
+        {
+            inner.phase = Phase::OneSettling { all };
+            self.alone.store(true, Ordering::Relaxed);
+            let landed = self.landed.load(Ordering::Relaxed);
+            // The stream left is warm already: a quarter of the settling lets the others' last
+            // writes end.
+            self.look_after(landed + self.measure.settle / 4);
+            tracing::trace!(landed, "one download stream left");
+        }
+        true
     }
 
     /// A worker ended because no span is left.
@@ -310,26 +350,6 @@ impl StreamCount {
         self.next_look.store(landed, Ordering::Relaxed);
     }
 
-    fn retire_at(&self, at: Instant) -> bool {
-        let mut inner = self.lock();
-        if inner.running <= inner.wanted {
-            return false;
-        }
-        inner.running -= 1;
-        if let Phase::Narrowing { all, .. } = inner.phase
-            && inner.running <= 1
-        {
-            inner.phase = Phase::OneSettling { all };
-            self.alone.store(true, Ordering::Relaxed);
-            let landed = self.landed.load(Ordering::Relaxed);
-            // The stream left is warm already: a quarter of the settling lets the others' last
-            // writes end.
-            self.look_after(landed + self.measure.settle / 4);
-            tracing::trace!(?at, landed, "one download stream left");
-        }
-        true
-    }
-
     /// The phase's next step, at `now` (a look is due, or was, if another worker took it first).
     fn look(&self, now: Mark) {
         let mut inner = self.lock();
@@ -346,7 +366,7 @@ impl StreamCount {
                 let all = from.to(now);
                 // CPU seconds per second: the share of a core the process kept busy.
                 let busy = all.cpu_per_gib * all.rate / (1u64 << 30) as f64;
-                if busy * 100.0 < f64::from(m.min_busy_percent) {
+                if below(busy, m.min_busy_percent, 1.0) {
                     tracing::debug!(
                         all_streams = self.all,
                         all_mib_s = all.rate / 1048576.0,
@@ -358,14 +378,14 @@ impl StreamCount {
                 } else {
                     inner.phase = Phase::Narrowing { all, from: now };
                     inner.wanted = 1;
-                    self.look_after(now.landed + m.one_window / 8);
+                    self.look_after(now.landed + m.early_window());
                 }
             }
             Phase::Narrowing { all, from } => {
                 // Streams that each carry their share (a link that caps each connection) lose
                 // rate as they end: then the rest need not end too before one is measured.
                 let window = from.to(now);
-                if window.rate * 100.0 < f64::from(NARROWING_GIVE_UP_PERCENT) * all.rate {
+                if below(window.rate, NARROWING_GIVE_UP_PERCENT, all.rate) {
                     tracing::debug!(
                         all_streams = self.all,
                         running = inner.running,
@@ -376,7 +396,7 @@ impl StreamCount {
                     self.widen(&mut inner, false);
                 } else {
                     inner.phase = Phase::Narrowing { all, from: now };
-                    self.look_after(now.landed + m.one_window / 8);
+                    self.look_after(now.landed + m.early_window());
                 }
             }
             Phase::OneSettling { all } => {
@@ -385,7 +405,7 @@ impl StreamCount {
                     from: now,
                     early: true,
                 };
-                self.look_after(now.landed + m.one_window / 8);
+                self.look_after(now.landed + m.early_window());
             }
             Phase::OneMeasuring {
                 all,
@@ -395,7 +415,7 @@ impl StreamCount {
                 // Over a real link one stream carries a quarter to a half of four: an eighth of
                 // the window says so, and the rest is not spent at that rate.
                 let one = from.to(now);
-                if one.rate * 100.0 < f64::from(EARLY_GIVE_UP_PERCENT) * all.rate {
+                if below(one.rate, EARLY_GIVE_UP_PERCENT, all.rate) {
                     tracing::debug!(
                         all_streams = self.all,
                         all_mib_s = all.rate / 1048576.0,
@@ -419,8 +439,8 @@ impl StreamCount {
                 early: false,
             } => {
                 let one = from.to(now);
-                let decision = if one.rate * 100.0 >= f64::from(m.keep_one_percent) * all.rate
-                    && one.cpu_per_gib * 100.0 <= f64::from(m.cheaper_percent) * all.cpu_per_gib
+                let decision = if !below(one.rate, m.keep_one_percent, all.rate)
+                    && at_most(one.cpu_per_gib, m.cheaper_percent, all.cpu_per_gib)
                 {
                     inner.phase = Phase::One {
                         rate: one.rate,
@@ -445,7 +465,7 @@ impl StreamCount {
             }
             Phase::One { rate, from } => {
                 let window = from.to(now).rate;
-                if window < FALL * rate {
+                if below(window, FALL_PERCENT, rate) {
                     tracing::debug!(
                         measured_mib_s = rate / 1048576.0,
                         window_mib_s = window / 1048576.0,
@@ -471,10 +491,7 @@ impl StreamCount {
 
     #[cfg(test)]
     fn landed_at(&self, n: u64, at: Instant, cpu: Duration) {
-        let landed = self.landed.fetch_add(n, Ordering::Relaxed) + n;
-        if landed >= self.next_look.load(Ordering::Relaxed) {
-            self.look(Mark { at, cpu, landed });
-        }
+        self.landed_marked(n, |landed| Mark { at, cpu, landed });
     }
 
     #[cfg(test)]
@@ -531,7 +548,7 @@ mod tests {
                 self.count.landed_at(MIB, self.now, self.cpu);
                 self.workers[i] += 1;
                 if self.workers[i] == self.span {
-                    if self.count.retire_at(self.now) {
+                    if self.count.retire() {
                         self.workers.remove(i);
                     } else {
                         self.workers[i] = 0;
@@ -687,7 +704,7 @@ mod tests {
             for i in 0..4096 {
                 let ms = Duration::from_millis(i);
                 count.landed_at(MIB, now + ms, ms / 2);
-                assert!(!count.retire_at(now));
+                assert!(!count.retire());
             }
             assert_eq!(count.to_start(), 0);
             assert_eq!(count.counts(), (all, all));

@@ -1813,6 +1813,9 @@ mod tests {
                 spans += 1;
             }
             assert_eq!(seen, expected);
+            if !(scalable && scales[1] == 4) {
+                assert_eq!(spans, expected.len().div_ceil(3), "spans of 3 parts");
+            }
             let expect_longest = if scalable && scales[1] == 4 { 12 } else { 3 };
             assert_eq!(
                 longest, expect_longest,

@@ -20,7 +20,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use brisk_client::batch::{BatchOptions, Destination, Filled, Pipelining, ReadRequest};
+use brisk_client::batch::{
+    BatchOptions, BatchReader, Destination, Filled, Pipelining, ReadRequest,
+};
 use brisk_client::{Client, Credentials, Error, RetryPolicy};
 use brisk_testkit::alloc::{CountingAllocator, count_future};
 use brisk_testkit::fake_s3::{Ending, FakeS3, object_ranges};
@@ -44,6 +46,19 @@ fn client_sockets() -> u64 {
 }
 
 /// Each test runs alone (see the module doc), on a current-thread runtime, within a time limit.
+/// A reader of `bucket` that joins touching and overlapping ranges into one GET.
+fn coalescing_reader(client: &Client, bucket: &str) -> BatchReader {
+    client
+        .batch_reader(
+            bucket,
+            BatchOptions {
+                coalesce: true,
+                ..BatchOptions::default()
+            },
+        )
+        .unwrap()
+}
+
 fn run<F: std::future::Future<Output = ()>>(test: F) {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -231,15 +246,7 @@ fn every_range_matches_the_object_on_minio() {
 fn touching_and_overlapping_ranges_are_coalesced_on_brisk_serve() {
     run(async {
         let (client, bucket, object) = object_on(brisk(), "batch-coalesce").await;
-        let mut reader = client
-            .batch_reader(
-                &bucket,
-                BatchOptions {
-                    coalesce: true,
-                    ..BatchOptions::default()
-                },
-            )
-            .unwrap();
+        let mut reader = coalescing_reader(&client, &bucket);
         // 16 ranges of 100,000 bytes every 90,000 bytes (overlapping by 10,000), then 8 that touch,
         // then two far apart: 3 merged GETs and 2 single ones.
         let mut batch = Vec::new();
@@ -304,15 +311,7 @@ fn unpopulated_exact_buffers_are_filled_exactly_on_brisk_serve() {
         let bucket = support::new_bucket(&client, "batch-exact").await;
         let object = pattern(9 * 1024 * 1024 + 77, 9);
         client.put(&bucket, "object", &object).await.unwrap();
-        let mut reader = client
-            .batch_reader(
-                &bucket,
-                BatchOptions {
-                    coalesce: true,
-                    ..BatchOptions::default()
-                },
-            )
-            .unwrap();
+        let mut reader = coalescing_reader(&client, &bucket);
         let ranges: [(u64, usize); 4] = [
             (1000, 5 * 1024 * 1024 + 3),
             (6_000_000, 2 * 1024 * 1024),

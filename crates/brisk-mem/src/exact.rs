@@ -126,9 +126,13 @@ impl ExactBuf {
     /// earlier (at schedule time). From [`MAPPED_MIN_LEN`] up the pages are made resident here, before
     /// the caller writes them.
     pub fn from_reservation(reservation: Reservation) -> Self {
-        let memory = Memory::new(reservation.size(), true);
+        Self::with_memory(reservation, true)
+    }
+
+    /// A buffer of `reservation.size()` bytes, its pages made resident here if `populate`.
+    fn with_memory(reservation: Reservation, populate: bool) -> Self {
         ExactBuf {
-            memory,
+            memory: Memory::new(reservation.size(), populate),
             reservation,
         }
     }
@@ -139,10 +143,7 @@ impl ExactBuf {
     /// of coming before it. The bytes read as zero either way.
     pub async fn new_unpopulated(budget: &MemoryBudget, len: usize) -> Result<Self, BudgetError> {
         let reservation = budget.acquire(len).await?;
-        Ok(ExactBuf {
-            memory: Memory::new(reservation.size(), false),
-            reservation,
-        })
+        Ok(Self::with_memory(reservation, false))
     }
 
     /// Makes the pages under `range` (byte positions, clamped to the buffer) resident

@@ -157,17 +157,21 @@ impl Target<'_> {
 /// `bucket`/`key` as a URL of `client`'s service (`s3://bucket/key`, or `az://container/blob`
 /// against Azure), as the rest of the CLI writes them; an empty key names the bucket.
 pub fn object_url(client: &Client, bucket: &str, key: &str) -> String {
+    use crate::location::{ObjectUrl, Service};
     let service = if client.is_azure() {
-        crate::location::Service::Azure
+        Service::Azure
     } else {
-        crate::location::Service::S3
+        Service::S3
     };
-    let prefix = service.prefix();
     if key.is_empty() {
-        format!("{prefix}{bucket}")
-    } else {
-        format!("{prefix}{bucket}/{key}")
+        return format!("{}{bucket}", service.prefix());
     }
+    ObjectUrl {
+        service,
+        bucket: bucket.to_owned(),
+        key: key.to_owned(),
+    }
+    .to_string()
 }
 
 /// Keys written so far, deleted at the end.
