@@ -13,7 +13,10 @@ each repeat so that the machine's drift hits all of them alike. Cases:
 
   baseline   in-memory GET of a 1-byte object: the process's own footprint and start-up CPU
              (interpreter, imports, client set-up, one connection), subtracted from the GET figures
-  get        in-memory GET of each of the in-memory sizes (default 256 MiB and 1 GiB)
+  get        in-memory GET of each of the in-memory sizes (default 256 MiB and 1 GiB); with
+             `--get-rounds N` each process reads the object N times in turn, dropping each copy
+             before the next read (a data loader's shards, repeated checkpoint loads), and the
+             figures are per byte of all N
   download   GET of the file-size object (default 4 GiB) to a file with each client's transfer API
   upload     PUT of a file of the file size with each client's transfer API
 
@@ -146,11 +149,17 @@ def boto3_client(endpoint):
     return boto3.client("s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"}))
 
 
+def get_rounds(case):
+    """How many times a get-case process reads its object (`--get-rounds`, passed in the
+    environment); 1 for every other case."""
+    return int(os.environ.get("COMPARE_GET_ROUNDS", "1")) if case == "get" else 1
+
+
 def drive_boto3(case, endpoint, bucket, key, size, path):
     s3 = boto3_client(endpoint)
     started = time.perf_counter()
     if case in ("get", "baseline"):
-        n = len(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        n = sum(len(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for _ in range(get_rounds(case)))
     elif case == "download":
         s3.download_file(bucket, key, path)
         n = os.path.getsize(path)
@@ -182,15 +191,9 @@ def drive_awscrt(case, endpoint, bucket, key, size, path):
     started = time.perf_counter()
     headers = [("host", host)]
     if case in ("get", "baseline"):
-        buf = bytearray(size)
-        view = memoryview(buf)
-
-        def on_body(chunk, offset, **kwargs):
-            view[offset : offset + len(chunk)] = chunk
-
-        request = http.HttpRequest("GET", f"/{bucket}/{key}", http.HttpHeaders(headers))
-        done = client.make_request(type=s3.S3RequestType.GET_OBJECT, request=request, on_body=on_body)
-    elif case == "download":
+        n = sum(awscrt_get(client, headers, bucket, key, size) for _ in range(get_rounds(case)))
+        return n, time.perf_counter() - started
+    if case == "download":
         request = http.HttpRequest("GET", f"/{bucket}/{key}", http.HttpHeaders(headers))
         done = client.make_request(type=s3.S3RequestType.GET_OBJECT, request=request, recv_filepath=path)
     else:
@@ -199,13 +202,24 @@ def drive_awscrt(case, endpoint, bucket, key, size, path):
         done = client.make_request(type=s3.S3RequestType.PUT_OBJECT, request=request, send_filepath=path)
     done.finished_future.result(timeout=run_timeout(size))
     elapsed = time.perf_counter() - started
-    if case in ("get", "baseline"):
-        n = len(buf)
-    elif case == "download":
-        n = os.path.getsize(path)
-    else:
-        n = size
+    n = os.path.getsize(path) if case == "download" else size
     return n, elapsed
+
+
+def awscrt_get(client, headers, bucket, key, size):
+    """One awscrt GET into a fresh pre-sized bytearray; returns its length."""
+    from awscrt import http, s3
+
+    buf = bytearray(size)
+    view = memoryview(buf)
+
+    def on_body(chunk, offset, **kwargs):
+        view[offset : offset + len(chunk)] = chunk
+
+    request = http.HttpRequest("GET", f"/{bucket}/{key}", http.HttpHeaders(headers))
+    done = client.make_request(type=s3.S3RequestType.GET_OBJECT, request=request, on_body=on_body)
+    done.finished_future.result(timeout=run_timeout(size))
+    return len(buf)
 
 
 def drive_obstore(case, endpoint, bucket, key, size, path):
@@ -230,7 +244,7 @@ def drive_obstore(case, endpoint, bucket, key, size, path):
     )
     started = time.perf_counter()
     if case in ("get", "baseline"):
-        n = len(obstore.get(store, key).bytes())
+        n = sum(len(obstore.get(store, key).bytes()) for _ in range(get_rounds(case)))
     elif case == "download":
         n = 0
         with open(path, "wb") as f:
@@ -255,12 +269,14 @@ def drive_minio(case, endpoint, bucket, key, size, path):
                    region=REGION, http_client=http_client)
     started = time.perf_counter()
     if case in ("get", "baseline"):
-        response = client.get_object(bucket, key)
-        try:
-            n = len(response.read())
-        finally:
-            response.close()
-            response.release_conn()
+        n = 0
+        for _ in range(get_rounds(case)):
+            response = client.get_object(bucket, key)
+            try:
+                n += len(response.read())
+            finally:
+                response.close()
+                response.release_conn()
     elif case == "download":
         client.fget_object(bucket, key, path)
         n = os.path.getsize(path)
@@ -276,8 +292,8 @@ DRIVERS = {"boto3": drive_boto3, "awscrt": drive_awscrt, "obstore": drive_obstor
 def drive(client, case, endpoint, bucket, key, size, path=None):
     size = int(size)
     n, elapsed = DRIVERS[client](case, endpoint, bucket, key, size, path)
-    if n != size:
-        sys.exit(f"{client} {case}: moved {n} bytes, expected {size}")
+    if n != size * get_rounds(case):
+        sys.exit(f"{client} {case}: moved {n} bytes, expected {size * get_rounds(case)}")
     print(json.dumps({"bytes": n, "seconds": elapsed}))
 
 
@@ -415,7 +431,7 @@ def client_command(client, case, endpoint, key, size, path):
     if client in BRISK_CLIENTS:
         common = ["--endpoint-url", endpoint, "--bucket", BUCKET, "--key", key]
         if case in ("get", "baseline"):
-            return [brisk_example("get_bytes"), *common]
+            return [brisk_example("get_bytes"), *common, "--rounds", str(get_rounds(case))]
         unsigned = ["--payload", "unsigned"] if client == "brisk-unsigned" else []
         return [brisk_example(case), *common, "--file", path, *unsigned]
     cmd = [sys.executable, os.path.abspath(__file__), "drive", client, case, endpoint, BUCKET, key, str(size)]
@@ -460,6 +476,7 @@ def wall_seconds(text):
 
 def measure(server, client, case, key, size, path):
     """One measured process; returns a result row (status "ok" or what went wrong)."""
+    rounds = get_rounds(case)
     cmd = ["/usr/bin/time", "-v", *client_command(client, case, server.endpoint, key, size, path)]
     row = {"server": server.kind, "client": client, "case": case, "size": size}
     cpu0 = server.cpu_seconds()
@@ -468,9 +485,9 @@ def measure(server, client, case, key, size, path):
         if client in HUGE_PAGES:
             env["BRISK_HUGE_PAGES"] = HUGE_PAGES[client]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                              timeout=run_timeout(size))
+                              timeout=run_timeout(size * rounds))
     except subprocess.TimeoutExpired:
-        return {**row, "status": f"timed out after {run_timeout(size)} s"}
+        return {**row, "status": f"timed out after {run_timeout(size * rounds)} s"}
     row["server_cpu_s"] = server.cpu_seconds() - cpu0
     if proc.returncode != 0:
         # What the client printed, without the report `/usr/bin/time -v` appends.
@@ -490,8 +507,8 @@ def measure(server, client, case, key, size, path):
             moved, seconds = parse_inside(client, proc.stdout)
     except (ValueError, KeyError, IndexError, OSError) as e:
         return {**row, "status": f"unreadable output: {e}"}
-    if moved != size:
-        return {**row, "status": f"moved {moved} bytes, expected {size}"}
+    if moved != size * rounds:
+        return {**row, "status": f"moved {moved} bytes, expected {size * rounds}"}
     return {**row, "seconds": seconds, "status": "ok"}
 
 
@@ -528,6 +545,10 @@ def run(args):
     if args.file_size:
         file_size = parse_size(args.file_size)
     repeats = args.repeats or (1 if args.quick else 3)
+    if args.get_rounds < 1:
+        sys.exit("--get-rounds takes a whole number above 0")
+    # Read by `get_rounds` here and in every measured process (inherited through the environment).
+    os.environ["COMPARE_GET_ROUNDS"] = str(args.get_rounds)
     clients = args.clients.split(",")
     cases = args.cases.split(",")
     for name in clients:
@@ -556,6 +577,7 @@ def run(args):
         "scheme": "https" if args.tls else "http",
         "repeats": repeats,
         "get_sizes": list(get_sizes),
+        "get_rounds": args.get_rounds,
         "file_size": file_size,
         "scratch": args.scratch,
         "download_dir": args.download_dir or "(scratch)",
@@ -739,8 +761,11 @@ def tables(meta, rows):
     # The in-memory table only when the run had the get case (a --cases download run has none).
     get_clients = [c for c in clients if "get" in LABELS[c]] if any(r["case"] == "get" for r in rows) else []
     if get_clients:
+        rounds = int(meta.get("get_rounds", 1))
+        each = (f" Each process read the object {rounds} times in turn, dropping each copy before the next: "
+                "GiB/s and CPU are per byte of all of them." if rounds > 1 else "")
         out += ["In-memory GET. RSS growth = peak RSS less the same client's 1-byte GET (baseline column), "
-                "per object byte; CPU = user + sys less the baseline's, per GiB.", "",
+                "per object byte; CPU = user + sys less the baseline's, per GiB." + each, "",
                 "| client | object | GiB/s (range) | peak RSS growth / size | client CPU s/GiB | server CPU s/GiB | "
                 "baseline RSS MiB |",
                 "|---|---|---|---|---|---|---|"]
@@ -754,7 +779,7 @@ def tables(meta, rows):
                 out.append(f"| {LABELS[client]['get']} | {size_label(size)} | failed: {why} | | | | |")
                 continue
             base_rss, base_cpu = med(base, lambda r: r["max_rss_kib"]) * 1024, med(base, cpu)
-            gib = size / GIB
+            gib = size * int(meta.get("get_rounds", 1)) / GIB
             note = failures(key, len(runs))
             out.append(
                 f"| {LABELS[client]['get']} | {size_label(size)} | {rate(runs, gib)} | "
@@ -819,6 +844,9 @@ def main():
                    help="16 and 64 MiB in memory, 256 MiB files, 1 repeat (unless --repeats)")
     r.add_argument("--get-sizes", help="comma-separated in-memory GET sizes, e.g. 256MiB,1GiB")
     r.add_argument("--file-size", help="download/upload size, e.g. 4GiB")
+    r.add_argument("--get-rounds", type=int, default=1,
+                   help="in-memory GETs of the object per process, each copy dropped before the next "
+                        "(default 1); figures are per byte of all of them")
     r.add_argument("--repeats", type=int, help="repeats of every case (default 3)")
     r.add_argument("--clients", default=",".join(CLIENTS))
     r.add_argument("--cases", default=",".join(CASES))

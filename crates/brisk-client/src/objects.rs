@@ -317,7 +317,7 @@ impl Client {
             capacity: usize::MAX,
         })?;
         // Populated a step ahead of the body rather than all before it (see `ReadTarget`).
-        let mut buf = ExactBuf::new_unpopulated(self.memory_budget(), length).await?;
+        let mut buf = ExactBuf::for_overwrite(self.memory_budget(), length).await?;
         self.read_resuming(bucket, key, response, 0, &mut buf)
             .await?;
         if let Some(expected) = expected {
@@ -383,8 +383,8 @@ impl Client {
 
     /// Reads up to `len` bytes of the object from byte `offset` (a ranged GET) into a new buffer of
     /// exactly `len` bytes, paid for by the client's memory budget, and returns it with how many
-    /// bytes arrived: fewer than `len` only at the end of the object. An `offset` at or past the
-    /// end is [`Error::InvalidRange`]. Unlike [`get_range_into`](Self::get_range_into) with an
+    /// bytes arrived: fewer than `len` only at the end of the object, and the rest of the buffer
+    /// is then zero. An `offset` at or past the end is [`Error::InvalidRange`]. Unlike [`get_range_into`](Self::get_range_into) with an
     /// [`ExactBuf`] of one's own, the buffer's pages are made resident a step ahead of the body,
     /// as [`get_bytes`](Self::get_bytes) does, not all before the first byte arrives.
     pub async fn get_range_bytes(
@@ -394,10 +394,12 @@ impl Client {
         offset: u64,
         len: usize,
     ) -> Result<(ExactBuf, usize)> {
-        let mut buf = ExactBuf::new_unpopulated(self.memory_budget(), len).await?;
+        let mut buf = ExactBuf::for_overwrite(self.memory_budget(), len).await?;
         let n = self
             .get_range_pinned(bucket, key, offset, &mut buf, None)
             .await?;
+        // A reused buffer holds an earlier object's bytes where this range fell short.
+        buf[n..].fill(0);
         Ok((buf, n))
     }
 

@@ -138,8 +138,17 @@ async fn get_bytes_reserves_the_content_length_after_the_head() {
         assert_eq!(buf.len(), len);
         assert_eq!(budget.reserved(), len);
         drop(buf);
-        assert_eq!(budget.reserved(), 0);
+        // Kept, still reserved, for the next read of its size, which takes it without reserving
+        // more and leaves it kept again.
+        assert_eq!(budget.reserved(), len);
+        assert_eq!(budget.metrics().kept_bytes, len);
+        let again = c.get_bytes(&bucket, "k").await.unwrap();
+        assert!(again[..] == pattern(len, 3)[..]);
+        assert_eq!(budget.metrics().kept_reuses, 1);
+        drop(again);
         assert_eq!(budget.metrics().peak_reserved_bytes, len);
+        budget.set_kept_limit(0);
+        assert_eq!(budget.reserved(), 0);
     })
     .await;
 }

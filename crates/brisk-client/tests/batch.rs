@@ -320,7 +320,7 @@ fn unpopulated_exact_buffers_are_filled_exactly_on_brisk_serve() {
         ];
         let mut batch = Vec::new();
         for (id, &(offset, length)) in ranges.iter().enumerate() {
-            let buffer = brisk_mem::ExactBuf::new_unpopulated(client.memory_budget(), length)
+            let buffer = brisk_mem::ExactBuf::for_overwrite(client.memory_budget(), length)
                 .await
                 .unwrap();
             batch.push(ReadRequest::new(

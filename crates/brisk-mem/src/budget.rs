@@ -18,10 +18,12 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 
+use crate::kept::{self, KeptMappings, MAX_KEPT};
+use crate::mapping::AnonMapping;
 use crate::metrics::{Counters, MemoryMetrics};
 
 /// How many waiters are woken per batch after a release. The wakers are collected in a stack array and
@@ -81,12 +83,16 @@ pub struct MemoryBudget {
     inner: Arc<BudgetInner>,
 }
 
-struct BudgetInner {
+pub(crate) struct BudgetInner {
     capacity: usize,
     state: Mutex<BudgetState>,
     counters: Counters,
     /// Pools sharing this budget, asked to free their cached blocks when a request must wait.
     reclaimers: Mutex<Vec<Weak<dyn Reclaim>>>,
+    /// Freed exact buffers' mappings kept for the next exact buffer ([`crate::kept`]).
+    kept: Mutex<KeptMappings>,
+    /// Whether the process's trimmer thread looks after `kept` already.
+    trimmed: AtomicBool,
 }
 
 struct BudgetState {
@@ -105,7 +111,7 @@ struct Waiter {
     waker: Waker,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves the state consistent before anything that can panic, so a poisoned
     // lock still guards valid data.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -125,6 +131,8 @@ impl MemoryBudget {
                 }),
                 counters: Counters::default(),
                 reclaimers: Mutex::new(Vec::new()),
+                kept: Mutex::new(KeptMappings::new(capacity)),
+                trimmed: AtomicBool::new(false),
             }),
         }
     }
@@ -186,6 +194,39 @@ impl MemoryBudget {
         }
     }
 
+    /// Bytes of freed exact buffers of 1 MiB and more this budget keeps resident for the next exact
+    /// buffer that fits ([`ExactBuf::for_overwrite`](crate::ExactBuf::for_overwrite)), each for at
+    /// most [`KEPT_IDLE`](crate::KEPT_IDLE); by default the whole capacity, and 0 keeps none. Kept
+    /// bytes stay reserved, and are the first given back when a request would otherwise wait.
+    /// Lowering the limit frees what is over it now.
+    pub fn set_kept_limit(&self, bytes: usize) {
+        lock(&self.inner.kept).set_limit(bytes);
+        self.inner.free_over_limit();
+    }
+
+    /// Take a kept mapping of at least `len` bytes (and at most a quarter more), showing `len`
+    /// bytes, with a reservation of its whole capacity paying for it.
+    pub(crate) fn take_kept(&self, len: usize) -> Option<(AnonMapping, Reservation)> {
+        let (map, reserved) = {
+            let mut kept = lock(&self.inner.kept);
+            let taken = kept.take(len)?;
+            self.inner
+                .counters
+                .kept_bytes
+                .store(kept.bytes(), Ordering::Relaxed);
+            taken
+        };
+        self.inner
+            .counters
+            .kept_reuses
+            .fetch_add(1, Ordering::Relaxed);
+        let reservation = Reservation {
+            budget: self.clone(),
+            size: reserved,
+        };
+        Some((map, reservation))
+    }
+
     /// A snapshot of the budget's counters, including those of every pool that draws from it.
     pub fn metrics(&self) -> MemoryMetrics {
         self.inner.counters.snapshot(self.inner.capacity)
@@ -194,6 +235,11 @@ impl MemoryBudget {
     /// Whether `other` is a clone of this budget (draws from the same capacity).
     pub fn same_budget(&self, other: &MemoryBudget) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn inner_for_tests(&self) -> &BudgetInner {
+        &self.inner
     }
 
     pub(crate) fn counters(&self) -> &Counters {
@@ -248,6 +294,47 @@ impl fmt::Debug for MemoryBudget {
 }
 
 impl BudgetInner {
+    /// Free the oldest kept mappings while more are kept than the limits allow.
+    fn free_over_limit(&self) {
+        loop {
+            let evicted = {
+                let mut kept = lock(&self.kept);
+                let evicted = kept.over_limit();
+                self.counters
+                    .kept_bytes
+                    .store(kept.bytes(), Ordering::Relaxed);
+                evicted
+            };
+            let Some((map, reserved)) = evicted else {
+                return;
+            };
+            drop(map);
+            self.release(reserved);
+        }
+    }
+
+    /// Free the kept mappings idle for [`KEPT_IDLE`](crate::KEPT_IDLE) at `now`; returns when the
+    /// next one will be, if any is kept.
+    pub(crate) fn free_expired(&self, now: std::time::Instant) -> Option<std::time::Instant> {
+        loop {
+            let expired = {
+                let mut kept = lock(&self.kept);
+                let expired = kept.expired(now);
+                self.counters
+                    .kept_bytes
+                    .store(kept.bytes(), Ordering::Relaxed);
+                expired
+            };
+            match expired {
+                Ok((map, reserved)) => {
+                    drop(map);
+                    self.release(reserved);
+                }
+                Err(next) => return next,
+            }
+        }
+    }
+
     fn add_reserved(&self, state: &mut BudgetState, amount: usize) {
         state.reserved += amount;
         debug_assert!(state.reserved <= self.capacity);
@@ -304,8 +391,28 @@ impl BudgetInner {
         }
     }
 
-    /// Ask the pools sharing this budget to free up to `wanted` bytes of cached blocks.
+    /// Free up to `wanted` bytes of kept mappings and, if that is not enough, ask the pools sharing
+    /// this budget to free cached blocks.
     fn reclaim(&self, mut wanted: usize) {
+        if wanted == 0 {
+            return;
+        }
+        let mut unmap: [Option<AnonMapping>; MAX_KEPT + 1] = [const { None }; MAX_KEPT + 1];
+        let released = {
+            let mut kept = lock(&self.kept);
+            let mut freed = 0;
+            let released = kept.reclaim(wanted, |map| {
+                unmap[freed] = Some(map);
+                freed += 1;
+            });
+            self.counters
+                .kept_bytes
+                .store(kept.bytes(), Ordering::Relaxed);
+            released
+        };
+        drop(unmap);
+        self.release(released);
+        wanted = wanted.saturating_sub(released);
         if wanted == 0 {
             return;
         }
@@ -383,6 +490,35 @@ impl Reservation {
 }
 
 impl Reservation {
+    /// Keep `map`, a freed exact buffer whose capacity this reservation paid for, for the next exact
+    /// buffer ([`crate::kept`]), its bytes staying reserved; or free it, and give the bytes back,
+    /// when the budget keeps nothing of that size or requests are waiting for bytes.
+    pub(crate) fn keep_mapping(mut self, map: AnonMapping) {
+        let inner = &self.budget.inner;
+        if map.capacity() != self.size
+            || inner.counters.waiting.load(Ordering::SeqCst) > 0
+            || !lock(&inner.kept).accepts(self.size)
+        {
+            // The memory first, then the bytes (when `self` drops), as for any buffer.
+            drop(map);
+            return;
+        }
+        let size = std::mem::take(&mut self.size);
+        {
+            let mut kept = lock(&inner.kept);
+            kept.keep(map, size);
+            inner
+                .counters
+                .kept_bytes
+                .store(kept.bytes(), Ordering::Relaxed);
+        }
+        inner.free_over_limit();
+        kept::watch(
+            &self.budget.inner,
+            !inner.trimmed.swap(true, Ordering::Relaxed),
+        );
+    }
+
     /// Move all bytes into a new reservation, leaving this one empty (so a `Drop` impl can hand the
     /// bytes on).
     pub(crate) fn take(&mut self) -> Reservation {

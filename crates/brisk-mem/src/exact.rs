@@ -11,7 +11,7 @@
 //! - **From [`MAPPED_MIN_LEN`] up: an anonymous private mapping of `n` bytes (rounded up to whole
 //!   pages), populated when it is created** (`MAP_POPULATE`): every page is resident and zeroed before
 //!   the first byte of the body arrives, and the socket's copy into it takes no page faults. Or,
-//!   with [`ExactBuf::new_unpopulated`], populated by the caller a step ahead of its writes
+//!   with [`ExactBuf::for_overwrite`], populated by the caller a step ahead of its writes
 //!   ([`ExactBuf::populate`]), so that the populating overlaps the server's sending.
 //!
 //! Why populate: a fresh buffer that the socket fills faults once per 4 KiB page *inside* the
@@ -137,11 +137,23 @@ impl ExactBuf {
         }
     }
 
-    /// Like [`new`](ExactBuf::new), but a mapped buffer's pages are not made resident here: the
-    /// caller makes them resident with [`populate`](ExactBuf::populate) a step ahead of its writes,
-    /// so that the work overlaps whatever produces the bytes (a server sending the body), instead
-    /// of coming before it. The bytes read as zero either way.
-    pub async fn new_unpopulated(budget: &MemoryBudget, len: usize) -> Result<Self, BudgetError> {
+    /// A buffer of `len` bytes for a caller that **writes every byte** before anything reads it
+    /// (a GET's body of known length). From [`MAPPED_MIN_LEN`] up it is a freed buffer's mapping
+    /// that the budget kept resident, if one of `len` to `len + len / 4` bytes is kept
+    /// ([`MemoryBudget::set_kept_limit`]; its bytes are then the old buffer's, and its reservation the mapping's
+    /// whole size); else a fresh mapping whose pages are not made resident here: the caller makes
+    /// them resident with [`populate`](ExactBuf::populate) a step ahead of its writes, so that the
+    /// work overlaps whatever produces the bytes (a server sending the body), instead of coming
+    /// before it.
+    pub async fn for_overwrite(budget: &MemoryBudget, len: usize) -> Result<Self, BudgetError> {
+        if len >= MAPPED_MIN_LEN
+            && let Some((map, reservation)) = budget.take_kept(len)
+        {
+            return Ok(ExactBuf {
+                memory: Memory::Mapped(map),
+                reservation,
+            });
+        }
         let reservation = budget.acquire(len).await?;
         Ok(Self::with_memory(reservation, false))
     }
@@ -171,7 +183,8 @@ impl ExactBuf {
         matches!(self.memory, Memory::Mapped(_))
     }
 
-    /// The bytes reserved for this buffer (equal to its length).
+    /// The bytes reserved for this buffer: its length, or more for a buffer made from a kept
+    /// mapping a little larger ([`for_overwrite`](ExactBuf::for_overwrite)).
     pub fn reservation(&self) -> &Reservation {
         &self.reservation
     }
@@ -185,21 +198,32 @@ impl ExactBuf {
     ///
     /// The reservation is released here: from this point the vector is the caller's and no longer
     /// counts against the budget. Use [`into_parts`](ExactBuf::into_parts) to keep it accounted.
-    pub fn into_vec(self) -> Vec<u8> {
-        let ExactBuf {
-            memory,
-            reservation,
-        } = self;
-        let vec = memory.into_vec();
-        drop(reservation);
-        vec
+    pub fn into_vec(mut self) -> Vec<u8> {
+        // The buffer left behind is empty and kept by nobody; its reservation is released when
+        // `self` drops, after the mapping is freed in `into_vec`.
+        self.take_memory().into_vec()
     }
 
     /// The bytes as a vector and the reservation that pays for it, so the caller can keep the bytes
     /// accounted for as long as it holds the vector (drop the vector before the reservation). Copies
     /// a mapped buffer, as [`into_vec`](ExactBuf::into_vec) does.
-    pub fn into_parts(self) -> (Vec<u8>, Reservation) {
-        (self.memory.into_vec(), self.reservation)
+    pub fn into_parts(mut self) -> (Vec<u8>, Reservation) {
+        (self.take_memory().into_vec(), self.reservation.take())
+    }
+
+    /// The memory, leaving an empty heap buffer in its place (for `into_*` and `Drop`).
+    fn take_memory(&mut self) -> Memory {
+        std::mem::replace(&mut self.memory, Memory::Heap(Vec::new()))
+    }
+}
+
+impl Drop for ExactBuf {
+    /// A mapped buffer goes to its budget's kept mappings ([`MemoryBudget::set_kept_limit`]) when the budget keeps
+    /// it, its bytes still reserved; else it is freed before its bytes are given back.
+    fn drop(&mut self) {
+        if let Memory::Mapped(map) = self.take_memory() {
+            self.reservation.take().keep_mapping(map);
+        }
     }
 }
 
@@ -242,6 +266,7 @@ impl fmt::Debug for ExactBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
 
     #[test]
     fn holds_exactly_the_reserved_bytes() {
@@ -315,6 +340,10 @@ mod tests {
         assert_eq!(budget.reserved(), (MAPPED_MIN_LEN - 1) + len);
         drop(buf);
         drop(below);
+        // The mapping is kept for the next buffer, still reserved, until the limit says otherwise.
+        assert_eq!(budget.reserved(), len);
+        assert_eq!(budget.metrics().kept_bytes, len);
+        budget.set_kept_limit(0);
         assert_eq!(budget.reserved(), 0);
     }
 
@@ -341,6 +370,125 @@ mod tests {
         assert_eq!(vec.len(), MAPPED_MIN_LEN);
         assert_eq!(reservation.size(), MAPPED_MIN_LEN);
         assert_eq!(budget.reserved(), MAPPED_MIN_LEN);
+    }
+
+    /// `for_overwrite` without waiting: every budget in these tests has room.
+    fn overwrite(budget: &MemoryBudget, len: usize) -> ExactBuf {
+        let mut future = std::pin::pin!(ExactBuf::for_overwrite(budget, len));
+        match future
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+        {
+            std::task::Poll::Ready(buf) => buf.unwrap(),
+            std::task::Poll::Pending => panic!("for_overwrite waited"),
+        }
+    }
+
+    #[test]
+    fn a_freed_mapped_buffer_is_kept_reserved_and_serves_the_next_of_its_size() {
+        let budget = MemoryBudget::new(8 * MAPPED_MIN_LEN);
+        let len = 2 * MAPPED_MIN_LEN + 5;
+        let mut first = overwrite(&budget, len);
+        first.populate(0..len);
+        first[len - 1] = 7;
+        let address = first.as_ptr();
+        drop(first);
+        let metrics = budget.metrics();
+        assert_eq!((metrics.kept_bytes, metrics.reserved_bytes), (len, len));
+
+        let second = overwrite(&budget, len);
+        assert_eq!(second.as_ptr(), address, "the same mapping");
+        assert_eq!(second.len(), len);
+        assert_eq!(
+            second[len - 1],
+            7,
+            "an overwrite buffer holds the old bytes"
+        );
+        let metrics = budget.metrics();
+        assert_eq!((metrics.kept_bytes, metrics.kept_reuses), (0, 1));
+        assert_eq!(budget.reserved(), len);
+        drop(second);
+
+        // A quarter shorter still fits, showing only the bytes asked for and reserving the whole
+        // mapping; shorter than that gets a fresh buffer.
+        let shorter = overwrite(&budget, len - len / 5);
+        assert_eq!(shorter.as_ptr(), address);
+        assert_eq!(shorter.len(), len - len / 5);
+        assert_eq!(shorter.reservation().size(), len);
+        drop(shorter);
+        let much_shorter = overwrite(&budget, len / 2);
+        assert_ne!(much_shorter.as_ptr(), address);
+        assert_eq!(
+            budget.reserved(),
+            len + len / 2,
+            "kept plus the fresh buffer"
+        );
+        drop(much_shorter);
+        assert_eq!(budget.metrics().kept_bytes, len + len / 2);
+
+        // Zeroed buffers never take a kept mapping (they are zero), and heap buffers are not kept.
+        let zeroed = ExactBuf::try_new(&budget, len).unwrap();
+        assert_ne!(zeroed.as_ptr(), address);
+        assert!(zeroed.iter().all(|&b| b == 0));
+        drop(zeroed);
+        let before = budget.metrics().kept_bytes;
+        drop(overwrite(&budget, MAPPED_MIN_LEN - 1));
+        assert_eq!(budget.metrics().kept_bytes, before);
+    }
+
+    #[test]
+    fn kept_mappings_give_way_to_any_request_that_needs_their_bytes() {
+        let budget = MemoryBudget::new(4 * MAPPED_MIN_LEN);
+        drop(overwrite(&budget, 3 * MAPPED_MIN_LEN));
+        assert_eq!(budget.metrics().kept_bytes, 3 * MAPPED_MIN_LEN);
+        // Without waiting: the kept mapping is freed for it.
+        let whole = budget.try_acquire(4 * MAPPED_MIN_LEN).unwrap();
+        assert_eq!(budget.metrics().kept_bytes, 0);
+        drop(whole);
+
+        // While a request waits, a freed buffer's bytes go to it rather than being kept.
+        let held = overwrite(&budget, 3 * MAPPED_MIN_LEN);
+        let mut waiting = budget.acquire(2 * MAPPED_MIN_LEN);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(std::pin::Pin::new(&mut waiting).poll(&mut cx).is_pending());
+        drop(held);
+        assert_eq!(budget.metrics().kept_bytes, 0);
+        match std::pin::Pin::new(&mut waiting).poll(&mut cx) {
+            std::task::Poll::Ready(Ok(r)) => assert_eq!(r.size(), 2 * MAPPED_MIN_LEN),
+            other => panic!("still waiting: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kept_mappings_are_bounded_by_count_limit_and_idle_time() {
+        let budget = MemoryBudget::new(64 * MAPPED_MIN_LEN);
+        // Each of a different size: none serves the next, so all are kept, up to MAX_KEPT.
+        let lens: Vec<usize> = (0..crate::kept::MAX_KEPT + 2)
+            .map(|i| MAPPED_MIN_LEN * 2usize.pow(i as u32 % 2) + i * 4096 * 30)
+            .collect();
+        let bufs: Vec<ExactBuf> = lens.iter().map(|&len| overwrite(&budget, len)).collect();
+        drop(bufs);
+        let kept: usize = lens[2..].iter().sum();
+        assert_eq!(budget.metrics().kept_bytes, kept, "the two oldest freed");
+        assert_eq!(budget.reserved(), kept);
+
+        budget.set_kept_limit(lens[lens.len() - 1]);
+        assert_eq!(budget.metrics().kept_bytes, lens[lens.len() - 1]);
+        budget.set_kept_limit(0);
+        assert_eq!((budget.metrics().kept_bytes, budget.reserved()), (0, 0));
+        drop(overwrite(&budget, MAPPED_MIN_LEN));
+        assert_eq!(budget.reserved(), 0, "a limit of 0 keeps nothing");
+
+        budget.set_kept_limit(usize::MAX);
+        drop(overwrite(&budget, MAPPED_MIN_LEN));
+        let now = std::time::Instant::now();
+        let due = budget
+            .inner_for_tests()
+            .free_expired(now)
+            .expect("one kept");
+        assert!(due > now && due <= now + crate::KEPT_IDLE);
+        assert_eq!(budget.inner_for_tests().free_expired(due), None);
+        assert_eq!((budget.metrics().kept_bytes, budget.reserved()), (0, 0));
     }
 
     #[test]

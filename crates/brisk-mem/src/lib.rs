@@ -30,7 +30,9 @@
 //! - [`ExactBuf`]: one buffer of exactly N bytes, for reading a whole object of known length: a heap
 //!   vector below [`MAPPED_MIN_LEN`] (1 MiB), from there up an anonymous mapping populated in advance
 //!   (at creation, or a step ahead of the writes with [`ExactBuf::populate`]), so the socket's copy
-//!   into it takes no page faults.
+//!   into it takes no page faults. A freed mapped buffer is kept resident, still reserved, for the
+//!   next [`ExactBuf::for_overwrite`] of about its size, within bounds ([`KEPT_IDLE`],
+//!   [`MemoryBudget::set_kept_limit`]; `kept.rs`).
 //!
 //! # Metrics
 //!
@@ -42,6 +44,7 @@
 
 mod budget;
 mod exact;
+mod kept;
 mod mapping;
 mod metrics;
 mod pool;
@@ -49,6 +52,7 @@ mod size;
 
 pub use budget::{Acquire, BudgetError, MemoryBudget, Reservation};
 pub use exact::{ExactBuf, MAPPED_MIN_LEN};
+pub use kept::KEPT_IDLE;
 pub use metrics::MemoryMetrics;
 pub use pool::{
     BufferPool, DEFAULT_GLOBAL_BUDGET_BYTES, DEFAULT_RETENTION_BYTES, GlobalPoolError,

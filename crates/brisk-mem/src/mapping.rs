@@ -197,6 +197,11 @@ pub(crate) struct AnonMapping {
     /// Where the buffer starts inside `map`: the first 2 MiB boundary, when huge pages are wanted.
     offset: usize,
     len: usize,
+    /// The length it was mapped with: `len` unless [`set_len`](Self::set_len) showed less.
+    capacity: usize,
+    /// How many bytes from the start are known resident (populated): a range below it needs no
+    /// populating, which for a mapping used again is all of it.
+    resident: usize,
     huge_ranges: usize,
 }
 
@@ -226,6 +231,8 @@ impl AnonMapping {
                 map,
                 offset: 0,
                 len,
+                capacity: len,
+                resident: if populate { len } else { 0 },
                 huge_ranges: 0,
             });
         }
@@ -257,6 +264,8 @@ impl AnonMapping {
             map,
             offset,
             len,
+            capacity: len,
+            resident: 0,
             huge_ranges,
         };
         if populate {
@@ -268,6 +277,7 @@ impl AnonMapping {
     /// Make the buffer's pages resident: `MADV_POPULATE_WRITE` (Linux 5.14), or one write per page
     /// on kernels without it.
     fn populate(&mut self) {
+        self.resident = self.len;
         if self.len == 0
             || self
                 .map
@@ -286,13 +296,18 @@ impl AnonMapping {
     /// Make the pages under `range` (byte positions in the buffer, clamped to it) resident, as
     /// [`populate`](Self::populate) does for the whole buffer. The bytes do not change: pages
     /// already resident are left as they are, and where the kernel lacks `MADV_POPULATE_WRITE` each
-    /// page is written with the byte it holds.
+    /// page is written with the byte it holds. A range inside the prefix populated before (all of
+    /// a mapping used again, once its first use populated it) costs nothing: asking the kernel
+    /// again walks the page tables, about a tenth of the socket's copy (`perf`: `follow_page_pte`).
     pub(crate) fn populate_range(&mut self, range: std::ops::Range<usize>) {
         let end = range.end.min(self.len);
         // The buffer starts on a page boundary, so positions round to pages within it.
         let start = range.start - range.start % BASE_PAGE_SIZE;
-        if start >= end {
+        if start >= end || end <= self.resident {
             return;
+        }
+        if start <= self.resident {
+            self.resident = end;
         }
         if self
             .map
@@ -306,6 +321,25 @@ impl AnonMapping {
             // write from being optimised away).
             page[0] = std::hint::black_box(page[0]);
         }
+    }
+
+    /// The most bytes the buffer may show ([`set_len`](Self::set_len)): the length it was mapped
+    /// with, every page of which may be resident.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Show the first `len` bytes of the mapping as the buffer (at most its
+    /// [`capacity`](Self::capacity)). Pages past `len` keep whatever is resident there, so a
+    /// shorter buffer may hold more memory than its length: the caller's reservation is the
+    /// capacity's.
+    pub(crate) fn set_len(&mut self, len: usize) {
+        assert!(
+            len <= self.capacity,
+            "a mapping of {} bytes cannot show {len}",
+            self.capacity
+        );
+        self.len = len;
     }
 
     /// How many 2 MiB ranges of the buffer were marked for huge pages (under THP `always`, every whole
@@ -454,6 +488,28 @@ Node 0, zone   Normal  10544  11799   3557   7433   1515   6637   3129   1601   
         assert_eq!((map[10], map[5000]), (1, 2));
         let nonzero = map.iter().filter(|&&b| b != 0).count();
         assert_eq!(nonzero, 2);
+    }
+
+    /// The resident prefix grows only with ranges that join it, so a range asked for again is
+    /// skipped only when all of it was populated before; a mapping kept for reuse keeps it.
+    #[test]
+    fn the_populated_prefix_grows_with_ranges_that_join_it() {
+        const MIB: usize = 1 << 20;
+        let mut map = AnonMapping::with_mode(4 * MIB, false, HugePageMode::Never).unwrap();
+        assert_eq!(map.resident, 0);
+        map.populate_range(MIB..2 * MIB);
+        assert_eq!(map.resident, 0, "a range past the prefix does not join it");
+        map.populate_range(100..MIB + 5);
+        assert_eq!(map.resident, MIB + 5);
+        map.populate_range(MIB..3 * MIB);
+        assert_eq!(map.resident, 3 * MIB);
+        map.set_len(MIB);
+        map.set_len(4 * MIB);
+        assert_eq!(map.resident, 3 * MIB);
+        map.populate_range(0..8 * MIB);
+        assert_eq!(map.resident, 4 * MIB, "clamped to the buffer");
+        let populated = AnonMapping::with_mode(MIB, true, HugePageMode::Never).unwrap();
+        assert_eq!(populated.resident, MIB);
     }
 
     #[test]

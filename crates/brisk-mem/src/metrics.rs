@@ -29,6 +29,11 @@ pub struct MemoryMetrics {
     pub pool_blocks_freed: u64,
     /// Bytes held by blocks cached on free lists (counted in `reserved_bytes` too).
     pub pool_cached_bytes: usize,
+    /// Bytes of freed exact buffers kept resident for the next one (counted in `reserved_bytes`
+    /// too; see [`MemoryBudget::set_kept_limit`](crate::MemoryBudget::set_kept_limit)).
+    pub kept_bytes: usize,
+    /// Exact buffers made from a kept mapping instead of fresh memory.
+    pub kept_reuses: u64,
 }
 
 #[derive(Debug, Default)]
@@ -41,6 +46,8 @@ pub(crate) struct Counters {
     pub(crate) pool_hits: AtomicU64,
     pub(crate) pool_blocks_freed: AtomicU64,
     pub(crate) pool_cached_bytes: AtomicUsize,
+    pub(crate) kept_bytes: AtomicUsize,
+    pub(crate) kept_reuses: AtomicU64,
 }
 
 impl Counters {
@@ -55,6 +62,8 @@ impl Counters {
             pool_hits: self.pool_hits.load(Ordering::Relaxed),
             pool_blocks_freed: self.pool_blocks_freed.load(Ordering::Relaxed),
             pool_cached_bytes: self.pool_cached_bytes.load(Ordering::Relaxed),
+            kept_bytes: self.kept_bytes.load(Ordering::Relaxed),
+            kept_reuses: self.kept_reuses.load(Ordering::Relaxed),
         }
     }
 }

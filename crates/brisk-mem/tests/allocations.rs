@@ -197,5 +197,25 @@ fn a_large_exact_buffer_is_one_mapping_and_no_heap_allocation() {
         assert_eq!(counts.allocations, 0, "ExactBuf::try_new({n}): {counts:?}");
         drop(buf);
     }
+    // Freed mapped buffers are kept for the next one, still reserved.
+    assert_eq!(budget.reserved(), budget.metrics().kept_bytes);
+    budget.set_kept_limit(0);
     assert_eq!(budget.reserved(), 0);
+}
+
+/// Keeping a freed mapped buffer and making the next one from it take nothing from the heap (once
+/// the budget's first kept buffer has started the process's trimmer thread).
+#[test]
+#[cfg(target_os = "linux")]
+fn a_kept_mapping_is_kept_and_reused_without_a_heap_allocation() {
+    let budget = MemoryBudget::new(64 * MIB);
+    drop(now(ExactBuf::for_overwrite(&budget, 16 * MIB)).unwrap());
+    for _ in 0..3 {
+        let (buf, counts) = count(|| now(ExactBuf::for_overwrite(&budget, 16 * MIB)).unwrap());
+        assert_eq!(counts.allocations, 0, "for_overwrite: {counts:?}");
+        let ((), counts) = count(|| drop(buf));
+        assert_eq!(counts.allocations, 0, "keeping: {counts:?}");
+    }
+    let metrics = budget.metrics();
+    assert_eq!((metrics.kept_reuses, metrics.kept_bytes), (3, 16 * MIB));
 }

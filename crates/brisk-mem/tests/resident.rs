@@ -1,12 +1,15 @@
 //! Memory as the OS sees it: a large exact-size buffer is resident from its creation (populated, so
 //! the read that fills it takes no page faults) and no more than its size; pool blocks cost resident
-//! pages only as they are written.
+//! pages only as they are written; a freed exact buffer is kept resident until it has been idle for
+//! `KEPT_IDLE`.
 //!
 //! Alone in its test binary so that no other test moves the resident set while it is measured.
 
 #![cfg(target_os = "linux")]
 
-use brisk_mem::{BufferPool, ExactBuf, MemoryBudget};
+use std::time::{Duration, Instant};
+
+use brisk_mem::{BufferPool, ExactBuf, KEPT_IDLE, MemoryBudget};
 
 const MIB: usize = 1024 * 1024;
 const PAGE: usize = 4096;
@@ -51,12 +54,26 @@ fn exact_buffers_are_resident_from_creation_and_pool_blocks_as_they_are_written(
         "writing the populated buffer made {} MiB more resident",
         written.saturating_sub(created) / MIB
     );
-    // Dropping it gives the pages back to the kernel (a mapping, whatever glibc's thresholds).
+    // Dropping it keeps its mapping resident (and reserved) for the next exact buffer; the
+    // process's trimmer thread gives the pages back to the kernel once it has been idle for
+    // KEPT_IDLE (a mapping, whatever glibc's thresholds).
     drop(buf);
+    assert_eq!(budget.metrics().kept_bytes, 256 * MIB);
+    let kept = resident_bytes();
+    assert!(
+        written.saturating_sub(kept) < 8 * MIB,
+        "a kept buffer gave back {} MiB",
+        written.saturating_sub(kept) / MIB
+    );
+    let deadline = Instant::now() + KEPT_IDLE + Duration::from_secs(20);
+    while budget.metrics().kept_bytes > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let dropped = resident_bytes();
+    assert_eq!(budget.reserved(), 0, "the trimmer freed the kept buffer");
     assert!(
         written.saturating_sub(dropped) >= 250 * MIB,
-        "dropping the buffer gave back only {} MiB",
+        "freeing the kept buffer gave back only {} MiB",
         written.saturating_sub(dropped) / MIB
     );
 

@@ -229,7 +229,7 @@ async fn run_batch(
             RangeTarget::Pooled => Destination::Pooled,
             // Populated by the read, a step ahead of the bytes, not all before the batch starts.
             RangeTarget::Exact(len) => Destination::Lent(Box::new(
-                ExactBuf::new_unpopulated(client.memory_budget(), len).await?,
+                ExactBuf::for_overwrite(client.memory_budget(), len).await?,
             )),
         };
         requests.push(ReadRequest::new(

@@ -134,7 +134,7 @@ impl Filled {
 
     /// Makes the pages under `range` resident before a read writes them, when the destination is
     /// an [`ExactBuf`](brisk_mem::ExactBuf) lent to the read (made without populating, as a
-    /// batch's exact buffers are: see `ExactBuf::new_unpopulated`); nothing for the others, whose
+    /// batch's exact buffers are: see `ExactBuf::for_overwrite`); nothing for the others, whose
     /// memory is resident already or the caller's. Returns whether there was anything to do.
     pub(crate) fn prepare(&mut self, range: std::ops::Range<usize>) -> bool {
         if let Self::Lent(b) = self {

@@ -226,14 +226,20 @@ async fn get_into_and_ranges() {
 
 /// `get_range_bytes` reads into a buffer of its own, populated a step ahead of the body: a range
 /// of several populating steps, one that runs past the end (the tail, the rest of the buffer
-/// zero), and one past the end.
+/// zero, also in a buffer whose memory held another object's bytes before), and one past the end.
 #[tokio::test]
 async fn get_range_bytes_reads_a_range_into_an_exact_buffer() {
     bounded(STEP, async {
-        let c = client();
+        let budget = brisk_mem::MemoryBudget::new(64 * 1024 * 1024);
+        let c = builder().memory_budget(budget.clone()).build().unwrap();
         let bucket = new_bucket(&c, "rangebytes").await;
         let body = pattern(9 * 1024 * 1024 + 77, 5);
         c.put(&bucket, "obj", &body).await.unwrap();
+        // 16 MiB of bytes that are nowhere zero, freed and kept for the range read below.
+        let filler = vec![0xa5u8; 16 * 1024 * 1024];
+        c.put(&bucket, "filler", &filler).await.unwrap();
+        drop(c.get_bytes(&bucket, "filler").await.unwrap());
+        assert_eq!(budget.metrics().kept_bytes, filler.len());
 
         let (buf, n) = c
             .get_range_bytes(&bucket, "obj", 1000, 6 * 1024 * 1024)
@@ -250,6 +256,7 @@ async fn get_range_bytes_reads_a_range_into_an_exact_buffer() {
         assert_eq!(n, body.len() - offset);
         assert!(buf[..n] == body[offset..]);
         assert!(buf[n..].iter().all(|&b| b == 0));
+        assert_eq!(budget.metrics().kept_reuses, 1, "the filler's memory");
 
         assert!(matches!(
             c.get_range_bytes(&bucket, "obj", body.len() as u64, 10)

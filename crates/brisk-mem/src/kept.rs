@@ -1,0 +1,224 @@
+//! Freed exact buffers kept resident, under the budget, for the next exact buffer.
+//!
+//! # Why
+//!
+//! A large [`ExactBuf`](crate::ExactBuf) is a fresh anonymous mapping, and making fresh memory
+//! resident is most of what an in-memory GET costs: on the VMs brisk is measured on, about 0.4 CPU s
+//! per GiB to populate in 4 KiB pages, against 0.17 for the socket's copy into memory that is resident
+//! already (BENCHMARKS.md, "In-memory GET buffer"). A process that reads many large objects one after
+//! another (a data loader's shards, checkpoints) frees one buffer and maps the next of about the same
+//! size moments later; every peer's allocator does the same (glibc maps anything above 32 MiB afresh).
+//! Keeping the freed mapping and handing it to the next buffer that fits leaves the copy alone.
+//!
+//! # The bounds
+//!
+//! - A kept mapping **stays reserved** on its budget, as a pool's cached blocks do: the budget still
+//!   bounds what the process holds. When a request would wait, the budget frees kept mappings first
+//!   ([`KeptMappings::reclaim`]); while requests wait, freed buffers are not kept.
+//! - A kept mapping serves a buffer of its length or up to a quarter shorter ([`MAX_SLACK_DIVISOR`]),
+//!   and the buffer's reservation is the mapping's whole length, since all of it may be resident: a
+//!   1 GiB mapping does not hold 1 GiB of the budget for a 2 MiB buffer.
+//! - At most [`MAX_KEPT`] mappings and the budget's kept limit in bytes (by default its capacity;
+//!   [`MemoryBudget::set_kept_limit`](crate::MemoryBudget::set_kept_limit)), oldest freed first.
+//! - A mapping not taken again within [`KEPT_IDLE`] is freed by a background thread (one per process,
+//!   started with the first kept buffer), so an idle process gives the memory back, as allocators
+//!   with a decay time do (jemalloc's is 10 s too).
+//!
+//! A kept mapping holds the bytes of the buffer it was: only
+//! [`ExactBuf::for_overwrite`](crate::ExactBuf::for_overwrite), whose caller writes every byte it
+//! hands on, takes one.
+
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use crate::budget::{BudgetInner, lock};
+use crate::mapping::AnonMapping;
+
+/// How long a freed buffer's mapping is kept for reuse before it is given back to the kernel.
+pub const KEPT_IDLE: Duration = Duration::from_secs(10);
+
+/// The most mappings a budget keeps at once: a few objects of different sizes read in turn, without
+/// a search over many.
+pub(crate) const MAX_KEPT: usize = 8;
+
+/// A kept mapping serves buffers down to this fraction shorter than itself (a quarter).
+pub(crate) const MAX_SLACK_DIVISOR: usize = 4;
+
+/// One freed buffer's mapping, its bytes still reserved.
+struct Kept {
+    map: AnonMapping,
+    /// Bytes still reserved for it on the budget: its capacity.
+    reserved: usize,
+    freed_at: Instant,
+}
+
+/// The mappings a budget keeps, oldest first.
+pub(crate) struct KeptMappings {
+    entries: Vec<Kept>,
+    /// Sum of `reserved` over `entries`.
+    bytes: usize,
+    /// The most bytes kept at once; 0 keeps nothing.
+    limit: usize,
+}
+
+impl KeptMappings {
+    pub(crate) fn new(limit: usize) -> Self {
+        KeptMappings {
+            entries: Vec::with_capacity(MAX_KEPT),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// Bytes kept now (all of them reserved on the budget).
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub(crate) fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
+    }
+
+    /// Whether a mapping of `len` bytes may be kept at all.
+    pub(crate) fn accepts(&self, len: usize) -> bool {
+        len <= self.limit
+    }
+
+    /// Keep `map` (shown at its full capacity again), paid for by `reserved` bytes that stay
+    /// reserved. The caller then frees what
+    /// [`over_limit`](Self::over_limit) hands back, outside the lock.
+    pub(crate) fn keep(&mut self, mut map: AnonMapping, reserved: usize) {
+        map.set_len(map.capacity());
+        self.bytes += reserved;
+        self.entries.push(Kept {
+            map,
+            reserved,
+            freed_at: Instant::now(),
+        });
+    }
+
+    /// The oldest kept mapping, with its reserved bytes, while more are kept than the limits allow
+    /// (call until `None`).
+    pub(crate) fn over_limit(&mut self) -> Option<(AnonMapping, usize)> {
+        if self.entries.len() > MAX_KEPT || self.bytes > self.limit {
+            return Some(self.remove(0));
+        }
+        None
+    }
+
+    /// The smallest kept mapping of at least `len` bytes and at most a quarter more, showing `len`
+    /// bytes, and how many bytes it has reserved (its capacity).
+    pub(crate) fn take(&mut self, len: usize) -> Option<(AnonMapping, usize)> {
+        let most = len.saturating_add(len / MAX_SLACK_DIVISOR);
+        let index = self
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, kept)| (len..=most).contains(&kept.map.capacity()))
+            .min_by_key(|(_, kept)| kept.map.capacity())
+            .map(|(index, _)| index)?;
+        let (mut map, reserved) = self.remove(index);
+        map.set_len(len);
+        Some((map, reserved))
+    }
+
+    /// Give back at least `wanted` reserved bytes if that many are kept (else all), newest mapping
+    /// first. The mappings go to `free` (to be unmapped outside the lock); returns the bytes for
+    /// the caller to release from the budget.
+    pub(crate) fn reclaim(&mut self, wanted: usize, mut free: impl FnMut(AnonMapping)) -> usize {
+        let mut released = 0;
+        while released < wanted && !self.entries.is_empty() {
+            let (map, reserved) = self.remove(self.entries.len() - 1);
+            free(map);
+            released += reserved;
+        }
+        released
+    }
+
+    /// The oldest mapping kept longer than [`KEPT_IDLE`] at `now`, if any; else when the oldest
+    /// will be (`Err`), or `Err(None)` with nothing kept.
+    pub(crate) fn expired(
+        &mut self,
+        now: Instant,
+    ) -> Result<(AnonMapping, usize), Option<Instant>> {
+        let Some(oldest) = self.entries.first() else {
+            return Err(None);
+        };
+        let due = oldest.freed_at + KEPT_IDLE;
+        if due <= now {
+            Ok(self.remove(0))
+        } else {
+            Err(Some(due))
+        }
+    }
+
+    fn remove(&mut self, index: usize) -> (AnonMapping, usize) {
+        let Kept { map, reserved, .. } = self.entries.remove(index);
+        self.bytes -= reserved;
+        (map, reserved)
+    }
+}
+
+/// The process's one thread that frees kept mappings once they have been idle for [`KEPT_IDLE`].
+struct Trimmer {
+    budgets: Mutex<Vec<Weak<BudgetInner>>>,
+    wake: Condvar,
+}
+
+static TRIMMER: OnceLock<Option<&'static Trimmer>> = OnceLock::new();
+
+/// Have the trimmer look after `budget`'s kept mappings (once per budget), and wake it to see the
+/// one just kept. Without a thread (spawning failed) kept mappings are still reclaimed by requests
+/// that need their bytes, and freed with the budget.
+pub(crate) fn watch(budget: &Arc<BudgetInner>, first_time: bool) {
+    let trimmer = *TRIMMER.get_or_init(|| {
+        let trimmer: &'static Trimmer = Box::leak(Box::new(Trimmer {
+            budgets: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        }));
+        std::thread::Builder::new()
+            .name("brisk-kept-buffers".into())
+            .spawn(move || trimmer.run())
+            .ok()
+            .map(|_| trimmer)
+    });
+    let Some(trimmer) = trimmer else {
+        return;
+    };
+    if first_time {
+        lock(&trimmer.budgets).push(Arc::downgrade(budget));
+    }
+    trimmer.wake.notify_one();
+}
+
+impl Trimmer {
+    fn run(&self) {
+        let mut budgets = lock(&self.budgets);
+        loop {
+            let now = Instant::now();
+            let mut next: Option<Instant> = None;
+            budgets.retain(|weak| {
+                let Some(budget) = weak.upgrade() else {
+                    return false;
+                };
+                if let Some(due) = budget.free_expired(now) {
+                    next = Some(next.map_or(due, |next| next.min(due)));
+                }
+                true
+            });
+            budgets = match next {
+                Some(due) => {
+                    let wait = due.saturating_duration_since(Instant::now());
+                    self.wake
+                        .wait_timeout(budgets, wait)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0
+                }
+                None => self
+                    .wake
+                    .wait(budgets)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            };
+        }
+    }
+}
