@@ -28,6 +28,11 @@
 //! composite compared (`stored_composite`). SHA composites and parts of unequal size are skipped.
 //! `get_stream` checks full-object checksums only.
 //!
+//! The whole-object reads into memory take the CRC of each 1 MiB block as it lands, while it is in
+//! cache (`brisk_wire::checksum::BlockCrcs`), and combine the blocks into the object's CRC or its
+//! parts' after the body, instead of reading the buffer again; only parts that are not whole MiB,
+//! and SHA checksums, take the second pass.
+//!
 //! Azure Blob Storage has no per-object CRC to ask for; it keeps the MD5 of a blob written in one
 //! Put Blob (and of any blob whose writer set `x-ms-blob-content-md5`). A whole-blob GET returns it
 //! as `Content-MD5`, a ranged GET as `x-ms-blob-content-md5` (`stored_blob_md5`); whole reads
@@ -178,7 +183,21 @@ pub(crate) fn md5_matches(
 
 /// Checks `data` against `expected`.
 pub(crate) fn verify(bucket: &str, key: &str, expected: &ChecksumValue, data: &[u8]) -> Result<()> {
-    let computed = Checksummer::checksum(expected.algorithm(), data);
+    checksum_matches(
+        bucket,
+        key,
+        expected,
+        Checksummer::checksum(expected.algorithm(), data),
+    )
+}
+
+/// Compares a checksum `computed` over received bytes with the object's.
+pub(crate) fn checksum_matches(
+    bucket: &str,
+    key: &str,
+    expected: &ChecksumValue,
+    computed: ChecksumValue,
+) -> Result<()> {
     if computed == *expected {
         return Ok(());
     }

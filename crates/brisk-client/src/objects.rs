@@ -32,7 +32,8 @@ use std::time::SystemTime;
 
 use brisk_mem::ExactBuf;
 use brisk_wire::checksum::{
-    ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, Md5, MultipartChecksum,
+    BlockCrcs, ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, Md5,
+    MultipartChecksum,
 };
 use brisk_wire::sigv4::PayloadHash;
 use brisk_wire::xml::{Delete, DeleteResult, ObjectIdentifier, XmlDocument};
@@ -41,7 +42,8 @@ use crate::client::{Client, Response, body_length, finish, read_small_body, whol
 use crate::config::Scheme;
 use crate::error::{Error, Result};
 use crate::integrity::{
-    CHECKSUM_MODE_HEADER, UploadChecksum, stored_blob_md5, stored_checksum, verify, verify_md5,
+    CHECKSUM_MODE_HEADER, UploadChecksum, checksum_matches, stored_blob_md5, stored_checksum,
+    verify, verify_md5,
 };
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
 use crate::retry::{RetryContext, RetryDecision};
@@ -224,6 +226,7 @@ impl Client {
         etag: &str,
         expected: &MultipartChecksum,
         data: &[u8],
+        sums: Option<&BlockCrcs>,
     ) -> Result<()> {
         let layout = self.first_part_layout(bucket, key, etag).await?;
         let Some(part_size) = layout
@@ -246,10 +249,24 @@ impl Client {
             CompositeChecksum::new(algorithm).map_err(|e| Error::UnexpectedResponse {
                 what: format!("composite checksum of {bucket}/{key}: {e}"),
             })?;
-        for part in data.chunks(part_size) {
-            composite
-                .push_part(&Checksummer::checksum(algorithm, part))
-                .expect("one algorithm");
+        // The parts' CRCs from the blocks taken as the body arrived, where the part size is a
+        // whole number of blocks; else a pass over the bytes.
+        match sums
+            .filter(|s| s.algorithm() == algorithm)
+            .and_then(|s| s.parts(part_size as u64))
+        {
+            Some(parts) => {
+                for part in parts {
+                    composite.push_part(&part).expect("one algorithm");
+                }
+            }
+            None => {
+                for part in data.chunks(part_size) {
+                    composite
+                        .push_part(&Checksummer::checksum(algorithm, part))
+                        .expect("one algorithm");
+                }
+            }
         }
         let computed = composite.finish();
         if computed == *expected {
@@ -308,29 +325,65 @@ impl Client {
         if length > max_len {
             return Ok(None);
         }
-        let expected = stored_checksum(response.head());
-        let composite = composite_with_etag(&response);
-        let blob_md5 = self.blob_md5(&response);
-        describe_check(bucket, key, reading, &expected, &composite, &blob_md5);
         let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
             length,
             capacity: usize::MAX,
         })?;
         // Populated a step ahead of the body rather than all before it (see `ReadTarget`).
         let mut buf = ExactBuf::for_overwrite(self.memory_budget(), length).await?;
-        self.read_resuming(bucket, key, response, 0, &mut buf)
+        self.read_checked(bucket, key, reading, response, &mut buf)
             .await?;
+        Ok(Some(buf))
+    }
+
+    /// Reads a whole object's body (`response`, of `dst`'s length) into `dst`, resuming if the
+    /// connection fails, and checks it against the checksum the response carries, if any.
+    ///
+    /// A CRC (full-object, or composite of parts) is taken block by block as the bytes land, while
+    /// they are in cache ([`BlockCrcs`]); the check after the body then combines the blocks'
+    /// CRCs instead of reading the whole buffer again from memory.
+    async fn read_checked<T: ReadTarget + ?Sized>(
+        &self,
+        bucket: &str,
+        key: &str,
+        reading: &'static str,
+        response: Response,
+        dst: &mut T,
+    ) -> Result<()> {
+        let expected = stored_checksum(response.head());
+        let composite = composite_with_etag(&response);
+        let blob_md5 = self.blob_md5(&response);
+        describe_check(bucket, key, reading, &expected, &composite, &blob_md5);
+        let algorithm = match (&expected, &composite) {
+            (Some(full), _) => Some(full.algorithm()),
+            (None, Some((composite, _))) => Some(composite.value.algorithm()),
+            (None, None) => None,
+        };
+        let len = dst.bytes().len();
+        let mut sums = algorithm.and_then(|a| BlockCrcs::new(a, CHECKSUM_BLOCK, len as u64));
+        match &mut sums {
+            Some(sums) => {
+                let mut summing = Summing { target: dst, sums };
+                self.read_resuming(bucket, key, response, 0, &mut summing)
+                    .await?;
+            }
+            None => self.read_resuming(bucket, key, response, 0, dst).await?,
+        }
+        let data = dst.bytes();
         if let Some(expected) = expected {
-            verify(bucket, key, &expected, &buf)?;
+            match &sums {
+                Some(sums) => checksum_matches(bucket, key, &expected, sums.whole())?,
+                None => verify(bucket, key, &expected, data)?,
+            }
         }
         if let Some((composite, etag)) = composite {
-            self.verify_composite(bucket, key, &etag, &composite, &buf)
+            self.verify_composite(bucket, key, &etag, &composite, data, sums.as_ref())
                 .await?;
         }
         if let Some(md5) = blob_md5 {
-            verify_md5(bucket, key, &md5, &buf)?;
+            verify_md5(bucket, key, &md5, data)?;
         }
-        Ok(Some(buf))
+        Ok(())
     }
 
     /// Reads the whole object into `dst` and returns its length. Fails with
@@ -341,10 +394,6 @@ impl Client {
         check_bucket(bucket)?;
         check_key(key)?;
         let response = self.send(&whole_object_get(bucket, key)).await?;
-        let expected = stored_checksum(response.head());
-        let composite = composite_with_etag(&response);
-        let blob_md5 = self.blob_md5(&response);
-        describe_check(bucket, key, "read", &expected, &composite, &blob_md5);
         let length = body_length(&response)?;
         if length > dst.len() as u64 {
             return Err(Error::BufferTooSmall {
@@ -353,18 +402,8 @@ impl Client {
             });
         }
         let length = length as usize;
-        self.read_resuming(bucket, key, response, 0, &mut dst[..length])
+        self.read_checked(bucket, key, "read", response, &mut dst[..length])
             .await?;
-        if let Some(expected) = expected {
-            verify(bucket, key, &expected, &dst[..length])?;
-        }
-        if let Some((composite, etag)) = composite {
-            self.verify_composite(bucket, key, &etag, &composite, &dst[..length])
-                .await?;
-        }
-        if let Some(md5) = blob_md5 {
-            verify_md5(bucket, key, &md5, &dst[..length])?;
-        }
         Ok(length)
     }
 
@@ -738,6 +777,34 @@ trait ReadTarget {
     fn prepare(&mut self, _range: std::ops::Range<usize>) -> bool {
         false
     }
+    /// The bytes under `range` have just been read in (in order, each once).
+    fn landed(&mut self, _range: std::ops::Range<usize>) {}
+}
+
+/// The blocks whole-object reads take CRCs of as they land ([`BlockCrcs`]): 1 MiB, a divisor of
+/// every SDK's part size, and about what one read of the socket brings (its wake-up mark), so a
+/// block is summed while the cache still holds it.
+const CHECKSUM_BLOCK: usize = 1 << 20;
+
+/// A [`ReadTarget`] whose bytes are summed as they land.
+struct Summing<'a, T: ?Sized> {
+    target: &'a mut T,
+    sums: &'a mut BlockCrcs,
+}
+
+impl<T: ReadTarget + ?Sized> ReadTarget for Summing<'_, T> {
+    fn bytes(&mut self) -> &mut [u8] {
+        self.target.bytes()
+    }
+
+    fn prepare(&mut self, range: std::ops::Range<usize>) -> bool {
+        self.target.prepare(range)
+    }
+
+    fn landed(&mut self, range: std::ops::Range<usize>) {
+        self.sums.update(&self.target.bytes()[range.clone()]);
+        self.target.landed(range);
+    }
 }
 
 impl ReadTarget for [u8] {
@@ -770,6 +837,10 @@ impl<T: ReadTarget + ?Sized> ReadTarget for Head<'_, T> {
 
     fn prepare(&mut self, range: std::ops::Range<usize>) -> bool {
         self.target.prepare(range.start..range.end.min(self.length))
+    }
+
+    fn landed(&mut self, range: std::ops::Range<usize>) {
+        self.target.landed(range);
     }
 }
 
@@ -848,7 +919,10 @@ async fn read_body_exact<T: ReadTarget + ?Sized>(
                     }),
                 );
             }
-            Ok(n) => filled += n,
+            Ok(n) => {
+                dst.landed(filled..filled + n);
+                filled += n;
+            }
             Err(e) => return (filled - from, Err(Error::Http(e))),
         }
     }

@@ -91,8 +91,8 @@ pub(crate) struct BudgetInner {
     reclaimers: Mutex<Vec<Weak<dyn Reclaim>>>,
     /// Freed exact buffers' mappings kept for the next exact buffer ([`crate::kept`]).
     kept: Mutex<KeptMappings>,
-    /// Whether the process's trimmer thread looks after `kept` already.
-    trimmed: AtomicBool,
+    /// Whether a thread frees `kept` mappings once idle ([`kept::watch`]).
+    pub(crate) trimmed: AtomicBool,
 }
 
 struct BudgetState {
@@ -513,10 +513,7 @@ impl Reservation {
                 .store(kept.bytes(), Ordering::Relaxed);
         }
         inner.free_over_limit();
-        kept::watch(
-            &self.budget.inner,
-            !inner.trimmed.swap(true, Ordering::Relaxed),
-        );
+        kept::watch(&self.budget.inner);
     }
 
     /// Move all bytes into a new reservation, leaving this one empty (so a `Drop` impl can hand the

@@ -20,18 +20,19 @@
 //!   1 GiB mapping does not hold 1 GiB of the budget for a 2 MiB buffer.
 //! - At most [`MAX_KEPT`] mappings and the budget's kept limit in bytes (by default its capacity;
 //!   [`MemoryBudget::set_kept_limit`](crate::MemoryBudget::set_kept_limit)), oldest freed first.
-//! - A mapping not taken again within [`KEPT_IDLE`] is freed by a background thread (one per process,
-//!   started with the first kept buffer), so an idle process gives the memory back, as allocators
-//!   with a decay time do (jemalloc's is 10 s too).
+//! - A mapping not taken again within [`KEPT_IDLE`] is freed by a background thread (one per budget
+//!   while it keeps anything, see [`watch`]), so an idle process gives the memory back, as
+//!   allocators with a decay time do (jemalloc's is 10 s too).
 //!
 //! A kept mapping holds the bytes of the buffer it was: only
 //! [`ExactBuf::for_overwrite`](crate::ExactBuf::for_overwrite), whose caller writes every byte it
 //! hands on, takes one.
 
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use crate::budget::{BudgetInner, lock};
+use crate::budget::BudgetInner;
 use crate::mapping::AnonMapping;
 
 /// How long a freed buffer's mapping is kept for reuse before it is given back to the kernel.
@@ -159,66 +160,36 @@ impl KeptMappings {
     }
 }
 
-/// The process's one thread that frees kept mappings once they have been idle for [`KEPT_IDLE`].
-struct Trimmer {
-    budgets: Mutex<Vec<Weak<BudgetInner>>>,
-    wake: Condvar,
-}
-
-static TRIMMER: OnceLock<Option<&'static Trimmer>> = OnceLock::new();
-
-/// Have the trimmer look after `budget`'s kept mappings (once per budget), and wake it to see the
-/// one just kept. Without a thread (spawning failed) kept mappings are still reclaimed by requests
-/// that need their bytes, and freed with the budget.
-pub(crate) fn watch(budget: &Arc<BudgetInner>, first_time: bool) {
-    let trimmer = *TRIMMER.get_or_init(|| {
-        let trimmer: &'static Trimmer = Box::leak(Box::new(Trimmer {
-            budgets: Mutex::new(Vec::new()),
-            wake: Condvar::new(),
-        }));
-        std::thread::Builder::new()
-            .name("brisk-kept-buffers".into())
-            .spawn(move || trimmer.run())
-            .ok()
-            .map(|_| trimmer)
-    });
-    let Some(trimmer) = trimmer else {
+/// Start the thread that frees `budget`'s kept mappings once idle for [`KEPT_IDLE`], unless it runs
+/// already (`trimmed`). It ends when nothing is kept (clearing `trimmed` under the kept lock, so
+/// the next kept buffer starts another) or the budget is gone. Without a thread (spawning failed),
+/// kept mappings are still freed by requests that need their bytes, and with the budget.
+///
+/// One thread per budget rather than one per process: a process forked after the first kept buffer
+/// has no threads but the one that forked, and a budget made in the child (as the Python client
+/// makes after a fork) starts its own.
+pub(crate) fn watch(budget: &Arc<BudgetInner>) {
+    if budget.trimmed.swap(true, Ordering::AcqRel) {
         return;
-    };
-    if first_time {
-        lock(&trimmer.budgets).push(Arc::downgrade(budget));
     }
-    trimmer.wake.notify_one();
+    let weak = Arc::downgrade(budget);
+    let spawned = std::thread::Builder::new()
+        .name("brisk-kept-buffers".into())
+        .spawn(move || trim(weak));
+    if spawned.is_err() {
+        budget.trimmed.store(false, Ordering::Release);
+    }
 }
 
-impl Trimmer {
-    fn run(&self) {
-        let mut budgets = lock(&self.budgets);
-        loop {
-            let now = Instant::now();
-            let mut next: Option<Instant> = None;
-            budgets.retain(|weak| {
-                let Some(budget) = weak.upgrade() else {
-                    return false;
-                };
-                if let Some(due) = budget.free_expired(now) {
-                    next = Some(next.map_or(due, |next| next.min(due)));
-                }
-                true
-            });
-            budgets = match next {
-                Some(due) => {
-                    let wait = due.saturating_duration_since(Instant::now());
-                    self.wake
-                        .wait_timeout(budgets, wait)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .0
-                }
-                None => self
-                    .wake
-                    .wait(budgets)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            };
-        }
+fn trim(budget: Weak<BudgetInner>) {
+    loop {
+        let Some(inner) = budget.upgrade() else {
+            return;
+        };
+        let Some(due) = inner.free_expired(Instant::now()) else {
+            return;
+        };
+        drop(inner);
+        std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
     }
 }

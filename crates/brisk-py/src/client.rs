@@ -44,6 +44,8 @@ pub struct Client {
     /// The configuration the Rust client is built from (again, after a fork).
     config: ClientConfig,
     transfer: TransferOptions,
+    /// `kept_buffers`, applied to the budget again after a fork (the child's budget is new).
+    kept_buffers: Option<usize>,
     live: Mutex<Live>,
 }
 
@@ -80,6 +82,9 @@ impl Client {
         if live.pid != pid {
             let mut config = self.config.clone();
             config.memory_budget = MemoryBudget::new(live.client.memory_budget().capacity());
+            if let Some(bytes) = self.kept_buffers {
+                config.memory_budget.set_kept_limit(bytes);
+            }
             let fresh = brisk_client::Client::new(config).expect(
                 "a configuration that built a client in the parent builds one in the child",
             );
@@ -493,7 +498,8 @@ impl Client {
         secret_access_key=None, session_token=None, anonymous=false, max_memory=None,
         max_connections=None, connect_timeout=None, read_timeout=None, ca_bundle=None,
         addressing_style=None, part_size=None, parts_in_flight=None, pool_retention=None,
-        payload_signing=None, measure_streams=true, azure=false, azure_connection_string=None, azure_account=None, azure_key=None,
+        kept_buffers=None, payload_signing=None, measure_streams=true, azure=false,
+        azure_connection_string=None, azure_account=None, azure_key=None,
         azure_sas_token=None
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -514,6 +520,7 @@ impl Client {
         part_size: Option<&Bound<'_, PyAny>>,
         parts_in_flight: Option<usize>,
         pool_retention: Option<&Bound<'_, PyAny>>,
+        kept_buffers: Option<&Bound<'_, PyAny>>,
         payload_signing: Option<String>,
         measure_streams: bool,
         azure: bool,
@@ -640,10 +647,17 @@ impl Client {
         if !measure_streams {
             transfer.measure_streams = None;
         }
+        let kept_buffers = kept_buffers
+            .map(|bytes| size_arg(bytes, "kept_buffers"))
+            .transpose()?;
+        if let Some(bytes) = kept_buffers {
+            config.memory_budget.set_kept_limit(bytes);
+        }
         let client = brisk_client::Client::new(config.clone()).map_err(py_err)?;
         Ok(Self {
             config,
             transfer,
+            kept_buffers,
             live: Mutex::new(Live {
                 pid: std::process::id(),
                 client,
@@ -690,6 +704,9 @@ impl Client {
         d.set_item("reserved", budget.reserved())?;
         d.set_item("available", budget.available())?;
         d.set_item("waiting", budget.waiting())?;
+        let metrics = budget.metrics();
+        d.set_item("kept", metrics.kept_bytes)?;
+        d.set_item("kept_reuses", metrics.kept_reuses)?;
         Ok(d)
     }
 

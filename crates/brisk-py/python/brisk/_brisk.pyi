@@ -87,6 +87,11 @@ class Client:
     fails at once with `MemoryBudgetExceeded`. Freed Buffers' blocks are kept for reuse up to
     `pool_retention` bytes (default: a quarter of the budget), so a loop over batches does not fault
     its memory in again each time; kept blocks stay counted in `memory()["reserved"]`.
+    Likewise a released `get` Buffer of 1 MiB or more is kept resident for the next `get` (or
+    large `get_ranges` range) of its size or up to a quarter smaller, which then costs no fresh
+    pages: up to `kept_buffers` bytes (default: the whole budget; 0 keeps none; on the shared
+    budget when there is no `max_memory`), each for at most 10 s idle, and given up at once when a
+    call would otherwise wait; `memory()["kept"]` counts them (inside `reserved`).
 
     `payload_signing` says how `put` and `upload` protect the bytes they send: "auto" (the default)
     signs the payload's SHA-256 over plain HTTP, where nothing else protects it, and sends it
@@ -126,6 +131,7 @@ class Client:
         part_size: int | str | None = None,
         parts_in_flight: int | None = None,
         pool_retention: int | str | None = None,
+        kept_buffers: int | str | None = None,
         payload_signing: str | None = None,
         measure_streams: bool = True,
         azure: bool = False,
@@ -142,7 +148,9 @@ class Client:
     @property
     def region(self) -> str: ...
     def memory(self) -> dict[str, int]:
-        """The budget: `capacity`, `reserved`, `available` bytes, and `waiting` calls."""
+        """The budget: `capacity`, `reserved`, `available` bytes, `waiting` calls, `kept` bytes of
+        released Buffers kept for reuse (part of `reserved`) and `kept_reuses` (Buffers made from
+        them)."""
     def metrics(self) -> dict[str, int]:
         """Counters since the client was built: `requests`, `connections_opened`,
         `connections_reused`, `retries`, `resumed_reads`, `file_bytes_read` (file bytes an upload

@@ -16,6 +16,7 @@
 //! call and no allocation ever. See `docs/checksums.md` for which algorithm is used by default where.
 
 mod algorithm;
+mod blocks;
 mod checksummer;
 mod combine;
 pub(crate) mod engine;
@@ -24,6 +25,7 @@ mod multipart;
 mod value;
 
 pub use algorithm::{ChecksumAlgorithm, ChecksumType};
+pub use blocks::BlockCrcs;
 pub use checksummer::Checksummer;
 pub use md5::{Md5, Md5Digest, MultipartEtag};
 pub use multipart::{CompositeChecksum, FullObjectCrc, MultipartChecksum};
