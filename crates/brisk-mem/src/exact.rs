@@ -22,9 +22,12 @@
 //! s/GiB (BENCHMARKS.md, "In-memory GET buffer"). The buffer is written in full by the read right
 //! after, so populating adds no resident memory the buffer would not have had anyway.
 //!
-//! Why a mapping: dropping it gives the memory back to the kernel at once. A large heap buffer would
-//! raise glibc's dynamic mmap threshold (up to 32 MiB) and trim threshold (twice that), after which
-//! freed buffers stay resident outside the budget, as `pool.rs` describes for blocks.
+//! Why a mapping: its memory is accounted for to the byte. Dropping it hands it to its budget, which
+//! keeps it resident (still reserved, bounded, for at most `KEPT_IDLE`) for the next
+//! [`ExactBuf::for_overwrite`] of about its size, or gives it back to the kernel at once (`kept.rs`).
+//! A large heap buffer would raise glibc's dynamic mmap threshold (up to 32 MiB) and trim threshold
+//! (twice that), after which freed buffers stay resident outside the budget, as `pool.rs` describes
+//! for blocks.
 //!
 //! The line is drawn at 1 MiB by judgement, not as a measured optimum: small enough that every
 //! large object takes the mapped path, large enough that small objects keep the heap's warm pages.
