@@ -204,6 +204,12 @@ impl MemoryBudget {
         self.inner.free_over_limit();
     }
 
+    /// Free every kept buffer now (the limit stays): for a caller about to change what it reads,
+    /// or that wants its resident set back at once rather than after [`KEPT_IDLE`](crate::KEPT_IDLE).
+    pub fn free_kept(&self) {
+        self.inner.free_kept(usize::MAX);
+    }
+
     /// Take a kept mapping of at least `len` bytes (and at most a quarter more), showing `len`
     /// bytes, with a reservation of its whole capacity paying for it.
     pub(crate) fn take_kept(&self, len: usize) -> Option<(AnonMapping, Reservation)> {
@@ -391,12 +397,9 @@ impl BudgetInner {
         }
     }
 
-    /// Free up to `wanted` bytes of kept mappings and, if that is not enough, ask the pools sharing
-    /// this budget to free cached blocks.
-    fn reclaim(&self, mut wanted: usize) {
-        if wanted == 0 {
-            return;
-        }
+    /// Free kept mappings (newest first) until at least `wanted` bytes are released or none is
+    /// left, unmapping them outside the lock; returns the bytes released.
+    fn free_kept(&self, wanted: usize) -> usize {
         let mut unmap: [Option<AnonMapping>; MAX_KEPT + 1] = [const { None }; MAX_KEPT + 1];
         let released = {
             let mut kept = lock(&self.kept);
@@ -412,7 +415,16 @@ impl BudgetInner {
         };
         drop(unmap);
         self.release(released);
-        wanted = wanted.saturating_sub(released);
+        released
+    }
+
+    /// Free up to `wanted` bytes of kept mappings and, if that is not enough, ask the pools sharing
+    /// this budget to free cached blocks.
+    fn reclaim(&self, mut wanted: usize) {
+        if wanted == 0 {
+            return;
+        }
+        wanted = wanted.saturating_sub(self.free_kept(wanted));
         if wanted == 0 {
             return;
         }

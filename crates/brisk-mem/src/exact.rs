@@ -475,6 +475,13 @@ mod tests {
         assert_eq!(budget.metrics().kept_bytes, kept, "the two oldest freed");
         assert_eq!(budget.reserved(), kept);
 
+        budget.free_kept();
+        assert_eq!((budget.metrics().kept_bytes, budget.reserved()), (0, 0));
+        drop(
+            lens.iter()
+                .map(|&len| overwrite(&budget, len))
+                .collect::<Vec<_>>(),
+        );
         budget.set_kept_limit(lens[lens.len() - 1]);
         assert_eq!(budget.metrics().kept_bytes, lens[lens.len() - 1]);
         budget.set_kept_limit(0);

@@ -240,6 +240,13 @@ impl Target<'_> {
         progress: &dyn Fn(usize),
     ) -> Result<CaseResult, BenchError> {
         let mut result = CaseResult::new(CaseKind::Get, bytes);
+        // Each run after the first reads into the buffer the run before it freed, which the budget
+        // keeps for the next read of its size (docs/memory.md), as in a process that reads objects
+        // in turn. That memory is the case's: every run's growth counts from the resident set
+        // before the first, and the case ends with nothing kept.
+        let budget = self.client.memory_budget();
+        budget.free_kept();
+        let mut case_rss_before = None;
         for run in 0..self.repeat {
             progress(run);
             let probe = Probe::start(Process::Current).map_err(measurement_error)?;
@@ -248,13 +255,15 @@ impl Target<'_> {
                 .get_bytes(self.bucket, key)
                 .await
                 .map_err(s3_error(format!("get {}", self.url(key))))?;
-            let sample = probe.finish().map_err(measurement_error)?;
+            let mut sample = probe.finish().map_err(measurement_error)?;
+            sample.rss_before = *case_rss_before.get_or_insert(sample.rss_before);
             let received = body.len() as u64;
-            // Freed outside the measured region: the next run starts from the same resident set.
+            // Freed outside the measured region.
             drop(body);
             check_count("get_bytes", received, bytes)?;
             result.samples.push(sample);
         }
+        budget.free_kept();
         Ok(result)
     }
 

@@ -569,6 +569,23 @@ fn composite_object(part_sizes: [usize; 3], damaged: bool) -> (Script, Vec<u8>) 
     (script, full)
 }
 
+/// `get_bytes` and `get_into` of the 3-part composite object at `bucket/key` both fail with
+/// `ChecksumMismatch`.
+async fn whole_reads_fail_the_composite(c: &brisk_client::Client, into: &mut [u8]) {
+    for err in [
+        c.get_bytes("bucket", "key").await.map(|_| ()).unwrap_err(),
+        c.get_into("bucket", "key", into)
+            .await
+            .map(|_| ())
+            .unwrap_err(),
+    ] {
+        assert!(
+            matches!(&err, Error::ChecksumMismatch { expected, .. } if expected.ends_with("-3")),
+            "{err:?}"
+        );
+    }
+}
+
 /// Whole reads into memory of an object whose parts are whole MiB check the composite from the
 /// CRCs of the 1 MiB blocks taken as the body landed (no second pass over the buffer); the answer
 /// is the same as over the bytes: intact passes, one flipped byte is `ChecksumMismatch`.
@@ -581,21 +598,16 @@ async fn whole_reads_check_composites_of_whole_mebibyte_parts_from_the_blocks_as
         let c = client(&endpoint, fast_retries(1), LIMIT);
         assert!(c.get_bytes("bucket", "key").await.unwrap()[..] == full[..]);
         let mut into = vec![0u8; full.len() + 5];
-        assert_eq!(c.get_into("bucket", "key", &mut into).await.unwrap(), full.len());
+        assert_eq!(
+            c.get_into("bucket", "key", &mut into).await.unwrap(),
+            full.len()
+        );
         assert!(into[..full.len()] == full[..]);
 
         let (script, _) = composite_object([2 * MIB, 2 * MIB, 300_000], true);
         let (endpoint, _) = stand_in(script).await;
         let c = client(&endpoint, fast_retries(1), LIMIT);
-        for err in [
-            c.get_bytes("bucket", "key").await.map(|_| ()).unwrap_err(),
-            c.get_into("bucket", "key", &mut into).await.map(|_| ()).unwrap_err(),
-        ] {
-            assert!(
-                matches!(&err, Error::ChecksumMismatch { expected, .. } if expected.ends_with("-3")),
-                "{err:?}"
-            );
-        }
+        whole_reads_fail_the_composite(&c, &mut into).await;
     })
     .await;
 }
@@ -655,20 +667,15 @@ async fn downloads_check_composite_checksums_part_by_part() {
         // get_bytes and get_into check the composite over the bytes in memory.
         assert!(c.get_bytes("bucket", "key").await.unwrap()[..] == full[..]);
         let mut into = vec![0u8; full.len()];
-        assert_eq!(c.get_into("bucket", "key", &mut into).await.unwrap(), full.len());
+        assert_eq!(
+            c.get_into("bucket", "key", &mut into).await.unwrap(),
+            full.len()
+        );
 
         let (script, _) = composite_object([40_000, 40_000, 17_000], true);
         let (endpoint, _) = stand_in(script).await;
         let c = client(&endpoint, fast_retries(1), LIMIT);
-        for err in [
-            c.get_bytes("bucket", "key").await.map(|_| ()).unwrap_err(),
-            c.get_into("bucket", "key", &mut into).await.map(|_| ()).unwrap_err(),
-        ] {
-            assert!(
-                matches!(&err, Error::ChecksumMismatch { expected, .. } if expected.ends_with("-3")),
-                "{err:?}"
-            );
-        }
+        whole_reads_fail_the_composite(&c, &mut into).await;
         let err = c
             .download("bucket", "key", &target, options.clone())
             .await
