@@ -524,6 +524,12 @@ impl Reservation {
                 .kept_bytes
                 .store(kept.bytes(), Ordering::Relaxed);
         }
+        // A request that queued after the check above and reclaimed before the push would wait
+        // while this mapping holds its bytes: it counted itself as waiting before it reclaimed
+        // (both `SeqCst`), so a waiter that the check missed is seen here, and gets them.
+        if inner.counters.waiting.load(Ordering::SeqCst) > 0 {
+            inner.free_kept(usize::MAX);
+        }
         inner.free_over_limit();
         kept::watch(&self.budget.inner);
     }

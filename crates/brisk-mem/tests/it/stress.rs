@@ -130,12 +130,21 @@ async fn pools_and_exact_buffers_share_a_cap_without_deadlock() {
             let mut rng = Rng::new(1000 + seed);
             for _ in 0..ITERATIONS / 2 {
                 if rng.below(3) == 0 {
-                    let size = 1 + rng.below(3 * MIB);
-                    let mut buf = ExactBuf::new(&budget, size).await.unwrap();
-                    tally.add(size);
+                    // Half of them any size, half of three sizes give or take an eighth, which
+                    // may take a freed buffer the budget kept.
+                    let (size, mut buf) = if rng.below(2) == 0 {
+                        let size = 1 + rng.below(3 * MIB);
+                        (size, ExactBuf::new(&budget, size).await.unwrap())
+                    } else {
+                        let size = MIB * (1 + rng.below(3)) - rng.below(MIB / 8);
+                        (size, ExactBuf::for_overwrite(&budget, size).await.unwrap())
+                    };
+                    // A kept mapping up to a quarter longer is paid for whole.
+                    let held = buf.reservation().size();
+                    tally.add(held);
                     buf[size - 1] = 1;
                     hold_briefly(&mut rng).await;
-                    tally.sub(size);
+                    tally.sub(held);
                     drop(buf);
                 } else {
                     // 64 KiB to 2 MiB classes, so freed blocks of one class must make room for another.
