@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(budget.reserved(), len);
         drop(second);
 
-        // A quarter shorter still fits, showing only the bytes asked for and reserving the whole
+        // A fifth shorter still fits (the mapping is a quarter longer), showing only the bytes asked for and reserving the whole
         // mapping; shorter than that gets a fresh buffer.
         let shorter = overwrite(&budget, len - len / 5);
         assert_eq!(shorter.as_ptr(), address);

@@ -15,7 +15,7 @@
 //! - A kept mapping **stays reserved** on its budget, as a pool's cached blocks do: the budget still
 //!   bounds what the process holds. When a request would wait, the budget frees kept mappings first
 //!   ([`KeptMappings::reclaim`]); while requests wait, freed buffers are not kept.
-//! - A kept mapping serves a buffer of its length or up to a quarter shorter ([`MAX_SLACK_DIVISOR`]),
+//! - A kept mapping serves a buffer it is at most a quarter longer than ([`MAX_SLACK_DIVISOR`]),
 //!   and the buffer's reservation is the mapping's whole length, since all of it may be resident: a
 //!   1 GiB mapping does not hold 1 GiB of the budget for a 2 MiB buffer.
 //! - At most [`MAX_KEPT`] mappings and the budget's kept limit in bytes (by default its capacity;
@@ -42,7 +42,7 @@ pub const KEPT_IDLE: Duration = Duration::from_secs(10);
 /// a search over many.
 pub(crate) const MAX_KEPT: usize = 8;
 
-/// A kept mapping serves buffers down to this fraction shorter than itself (a quarter).
+/// A kept mapping serves buffers it is at most this fraction longer than (a quarter of theirs).
 pub(crate) const MAX_SLACK_DIVISOR: usize = 4;
 
 /// One freed buffer's mapping, its bytes still reserved.

@@ -88,7 +88,7 @@ class Client:
     `pool_retention` bytes (default: a quarter of the budget), so a loop over batches does not fault
     its memory in again each time; kept blocks stay counted in `memory()["reserved"]`.
     Likewise a released `get` Buffer of 1 MiB or more is kept resident for the next `get` (or
-    large `get_ranges` range) of its size or up to a quarter smaller, which then costs no fresh
+    large `get_ranges` range) it exceeds by at most a quarter, which then costs no fresh
     pages: up to `kept_buffers` bytes (default: the whole budget; 0 keeps none; on the shared
     budget when there is no `max_memory`), each for at most 10 s idle, and given up at once when a
     call would otherwise wait; `memory()["kept"]` counts them (inside `reserved`).
