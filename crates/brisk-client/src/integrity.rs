@@ -28,8 +28,8 @@
 //! composite compared (`stored_composite`). SHA composites and parts of unequal size are skipped.
 //! `get_stream` checks full-object checksums only.
 //!
-//! The whole-object reads into memory take the CRC of each 1 MiB block as it lands, while it is in
-//! cache (`brisk_wire::checksum::BlockCrcs`), and combine the blocks into the object's CRC or its
+//! The whole-object reads into memory take the CRC of each 1 MiB block as it lands, just after the
+//! socket's copy wrote it (`brisk_wire::checksum::BlockCrcs`), and combine the blocks into the object's CRC or its
 //! parts' after the body, instead of reading the buffer again; only parts that are not whole MiB,
 //! and SHA checksums, take the second pass.
 //!

@@ -339,9 +339,9 @@ impl Client {
     /// Reads a whole object's body (`response`, of `dst`'s length) into `dst`, resuming if the
     /// connection fails, and checks it against the checksum the response carries, if any.
     ///
-    /// A CRC (full-object, or composite of parts) is taken block by block as the bytes land, while
-    /// they are in cache ([`BlockCrcs`]); the check after the body then combines the blocks'
-    /// CRCs instead of reading the whole buffer again from memory.
+    /// A CRC (full-object, or composite of parts) is taken block by block as the bytes land, just
+    /// after the socket's copy wrote them ([`BlockCrcs`]); the check after the body then combines
+    /// the blocks' CRCs instead of reading the whole buffer again from memory.
     async fn read_checked<T: ReadTarget + ?Sized>(
         &self,
         bucket: &str,
@@ -782,8 +782,7 @@ trait ReadTarget {
 }
 
 /// The blocks whole-object reads take CRCs of as they land ([`BlockCrcs`]): 1 MiB, a divisor of
-/// every SDK's part size, and about what one read of the socket brings (its wake-up mark), so a
-/// block is summed while the cache still holds it.
+/// every SDK's part size, and about what one read of the socket brings (its wake-up mark).
 const CHECKSUM_BLOCK: usize = 1 << 20;
 
 /// A [`ReadTarget`] whose bytes are summed as they land.
