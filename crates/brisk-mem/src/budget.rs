@@ -210,6 +210,12 @@ impl MemoryBudget {
         self.inner.free_kept(usize::MAX);
     }
 
+    /// Free the kept mappings smaller than `len` bytes.
+    pub(crate) fn free_kept_smaller_than(&self, len: usize) {
+        self.inner
+            .free_kept_with(|kept, free| kept.remove_smaller_than(len, free));
+    }
+
     /// Take a kept mapping of at least `len` bytes (and at most a quarter more), showing `len`
     /// bytes, with a reservation of its whole capacity paying for it.
     pub(crate) fn take_kept(&self, len: usize) -> Option<(AnonMapping, Reservation)> {
@@ -400,11 +406,20 @@ impl BudgetInner {
     /// Free kept mappings (newest first) until at least `wanted` bytes are released or none is
     /// left, unmapping them outside the lock; returns the bytes released.
     fn free_kept(&self, wanted: usize) -> usize {
+        self.free_kept_with(|kept, free| kept.reclaim(wanted, free))
+    }
+
+    /// Free the kept mappings `remove` takes out (handing each to its `free`, and returning their
+    /// reserved bytes): unmapped after the lock is let go, then their bytes released.
+    fn free_kept_with(
+        &self,
+        remove: impl FnOnce(&mut KeptMappings, &mut dyn FnMut(AnonMapping)) -> usize,
+    ) -> usize {
         let mut unmap: [Option<AnonMapping>; MAX_KEPT + 1] = [const { None }; MAX_KEPT + 1];
         let released = {
             let mut kept = lock(&self.kept);
             let mut freed = 0;
-            let released = kept.reclaim(wanted, |map| {
+            let released = remove(&mut kept, &mut |map| {
                 unmap[freed] = Some(map);
                 freed += 1;
             });

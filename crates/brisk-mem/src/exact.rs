@@ -144,18 +144,22 @@ impl ExactBuf {
     /// (a GET's body of known length). From [`MAPPED_MIN_LEN`] up it is a freed buffer's mapping
     /// that the budget kept resident, if one of `len` to `len + len / 4` bytes is kept
     /// ([`MemoryBudget::set_kept_limit`]; its bytes are then the old buffer's, and its reservation the mapping's
-    /// whole size); else a fresh mapping whose pages are not made resident here: the caller makes
+    /// whole size); else a fresh mapping (and the kept mappings smaller than `len` are freed, so
+    /// that reads that grow do not hold their old buffers beside the new) whose pages are not
+    /// made resident here: the caller makes
     /// them resident with [`populate`](ExactBuf::populate) a step ahead of its writes, so that the
     /// work overlaps whatever produces the bytes (a server sending the body), instead of coming
     /// before it.
     pub async fn for_overwrite(budget: &MemoryBudget, len: usize) -> Result<Self, BudgetError> {
-        if len >= MAPPED_MIN_LEN
-            && let Some((map, reservation)) = budget.take_kept(len)
-        {
-            return Ok(ExactBuf {
-                memory: Memory::Mapped(map),
-                reservation,
-            });
+        if len >= MAPPED_MIN_LEN {
+            if let Some((map, reservation)) = budget.take_kept(len) {
+                return Ok(ExactBuf {
+                    memory: Memory::Mapped(map),
+                    reservation,
+                });
+            }
+            // Reads have grown past what is kept: the smaller buffers would sit beside this one.
+            budget.free_kept_smaller_than(len);
         }
         let reservation = budget.acquire(len).await?;
         Ok(Self::with_memory(reservation, false))
@@ -437,6 +441,22 @@ mod tests {
         let before = budget.metrics().kept_bytes;
         drop(overwrite(&budget, MAPPED_MIN_LEN - 1));
         assert_eq!(budget.metrics().kept_bytes, before);
+    }
+
+    #[test]
+    fn a_buffer_mapped_afresh_frees_the_kept_ones_smaller_than_itself() {
+        let budget = MemoryBudget::new(64 * MAPPED_MIN_LEN);
+        let held = [2, 16, 4].map(|mib| overwrite(&budget, mib * MAPPED_MIN_LEN));
+        drop(held);
+        assert_eq!(budget.metrics().kept_bytes, 22 * MAPPED_MIN_LEN);
+        // Larger than the 2 and 4 MiB ones, which it could not use: they go; the 16 MiB one stays.
+        let grown = overwrite(&budget, 8 * MAPPED_MIN_LEN);
+        assert_eq!(budget.metrics().kept_bytes, 16 * MAPPED_MIN_LEN);
+        assert_eq!(budget.reserved(), 24 * MAPPED_MIN_LEN);
+        drop(grown);
+        // Smaller than everything kept: nothing is freed.
+        drop(overwrite(&budget, MAPPED_MIN_LEN));
+        assert_eq!(budget.metrics().kept_bytes, 25 * MAPPED_MIN_LEN);
     }
 
     #[test]

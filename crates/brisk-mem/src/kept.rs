@@ -18,6 +18,8 @@
 //! - A kept mapping serves a buffer it is at most a quarter longer than ([`MAX_SLACK_DIVISOR`]),
 //!   and the buffer's reservation is the mapping's whole length, since all of it may be resident: a
 //!   1 GiB mapping does not hold 1 GiB of the budget for a 2 MiB buffer.
+//! - A buffer that has to be mapped afresh frees the kept mappings smaller than itself: reads that
+//!   grow (shards, then a checkpoint) do not hold their old buffers beside the new one.
 //! - At most [`MAX_KEPT`] mappings and the budget's kept limit in bytes (by default its capacity;
 //!   [`MemoryBudget::set_kept_limit`](crate::MemoryBudget::set_kept_limit)), oldest freed first.
 //! - A mapping not taken again within [`KEPT_IDLE`] is freed by a background thread (one per budget
@@ -132,6 +134,27 @@ impl KeptMappings {
             let (map, reserved) = self.remove(self.entries.len() - 1);
             free(map);
             released += reserved;
+        }
+        released
+    }
+
+    /// Remove the mappings smaller than `len` bytes, handing each to `free` (to be unmapped outside
+    /// the lock); returns their reserved bytes, for the caller to release.
+    pub(crate) fn remove_smaller_than(
+        &mut self,
+        len: usize,
+        mut free: impl FnMut(AnonMapping),
+    ) -> usize {
+        let mut released = 0;
+        let mut index = 0;
+        while index < self.entries.len() {
+            if self.entries[index].map.capacity() < len {
+                let (map, reserved) = self.remove(index);
+                free(map);
+                released += reserved;
+            } else {
+                index += 1;
+            }
         }
         released
     }
