@@ -7,7 +7,8 @@
 #   bench/compare.sh --quick           16 + 64 MiB in memory, 256 MiB files, 1 repeat (a minute or two)
 #   bench/compare.sh --tls             brisk serve over HTTPS (a self-signed certificate every client trusts)
 #
-# Further options (bench/compare.py run --help): --repeats N, --get-sizes 256MiB,1GiB, --file-size 4GiB,
+# Further options (bench/compare.py run --help): --repeats N, --get-sizes 256MiB,1GiB, --get-rounds N
+# (in-memory GETs of the object per process, each copy dropped before the next), --file-size 4GiB,
 # --clients brisk,boto3, --cases get,download,upload, --download-dir DIR (e.g. /dev/shm: downloads to
 # tmpfs, as PEERS.md measured them), --scratch DIR (default /work/scratch-compare:
 # server data, the source file and downloads; up to 5 times the file size at once), --out DIR.
