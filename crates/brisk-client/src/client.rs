@@ -67,6 +67,8 @@ struct Inner {
     pool: ConnectionPool,
     buffers: BufferPool,
     counters: Arc<Counters>,
+    /// Multipart objects' part layouts asked for before, by ETag.
+    part_layouts: crate::part_layouts::PartLayouts,
 }
 
 impl ClientBuilder {
@@ -143,6 +145,7 @@ impl Client {
                 pool,
                 buffers,
                 counters,
+                part_layouts: Default::default(),
             }),
         })
     }
@@ -160,6 +163,11 @@ impl Client {
     /// The pool transfers take part buffers from (on the client's memory budget).
     pub fn buffer_pool(&self) -> &BufferPool {
         &self.inner.buffers
+    }
+
+    /// The part layouts this client has asked for.
+    pub(crate) fn part_layouts(&self) -> &crate::part_layouts::PartLayouts {
+        &self.inner.part_layouts
     }
 
     /// Counts a read resumed after its connection failed mid-body.

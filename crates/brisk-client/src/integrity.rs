@@ -24,7 +24,8 @@
 //! gets damaged bytes as if they were the object. Composite checksums of multipart objects
 //! (`<base64>-<parts>`, or `x-amz-checksum-type: COMPOSITE`) are checksums of the parts' checksums;
 //! they need the part boundaries, which a HEAD with `partNumber=1` gives when the parts are of equal
-//! size (all but the last, as every SDK uploads them): then each part's CRC is computed and the
+//! size (all but the last, as every SDK uploads them; asked once per version of an object, and
+//! kept by the client): then each part's CRC is computed and the
 //! composite compared (`stored_composite`). SHA composites and parts of unequal size are skipped.
 //! `get_stream` checks full-object checksums only.
 //!

@@ -47,6 +47,7 @@ pub mod list;
 mod low_water;
 pub mod metrics;
 pub mod objects;
+mod part_layouts;
 mod pool;
 mod presign;
 mod request;

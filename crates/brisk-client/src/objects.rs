@@ -197,13 +197,17 @@ impl Client {
 
     /// The size of part 1 of a multipart object and its part count (HEAD `?partNumber=1`, pinned
     /// to `etag`): how a downloader finds the part boundaries a composite checksum was made on.
-    /// `None` for an object the server does not describe as multipart.
+    /// `None` for an object the server does not describe as multipart. Asked once per version of
+    /// the object: the answer is kept (`part_layouts`).
     pub(crate) async fn first_part_layout(
         &self,
         bucket: &str,
         key: &str,
         etag: &str,
     ) -> Result<Option<(u64, u32)>> {
+        if let Some(layout) = self.part_layouts().get(bucket, key, etag) {
+            return Ok(layout);
+        }
         let mut spec = RequestSpec::new("HEAD", Some(bucket), Some(key)).header("if-match", etag);
         push_query(&mut spec.query, "partNumber", "1");
         let response = self.send(&spec).await?;
@@ -212,7 +216,9 @@ impl Client {
             .header("x-amz-mp-parts-count")
             .and_then(|v| v.trim().parse::<u32>().ok());
         response.release();
-        Ok(length.zip(parts))
+        let layout = length.zip(parts);
+        self.part_layouts().insert(bucket, key, etag, layout);
+        Ok(layout)
     }
 
     /// Checks a whole object read into memory against its composite CRC: the parts' boundaries

@@ -594,7 +594,7 @@ async fn whole_reads_check_composites_of_whole_mebibyte_parts_from_the_blocks_as
     bounded(async {
         const MIB: usize = 1 << 20;
         let (script, full) = composite_object([2 * MIB, 2 * MIB, 300_000], false);
-        let (endpoint, _) = stand_in(script).await;
+        let (endpoint, seen) = stand_in(script).await;
         let c = client(&endpoint, fast_retries(1), LIMIT);
         assert!(c.get_bytes("bucket", "key").await.unwrap()[..] == full[..]);
         let mut into = vec![0u8; full.len() + 5];
@@ -603,6 +603,14 @@ async fn whole_reads_check_composites_of_whole_mebibyte_parts_from_the_blocks_as
             full.len()
         );
         assert!(into[..full.len()] == full[..]);
+        // The part layout was asked for once, and kept for the second read of the same version.
+        let layout_heads = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.method == "HEAD" && r.target.contains("partNumber=1"))
+            .count();
+        assert_eq!(layout_heads, 1);
 
         let (script, _) = composite_object([2 * MIB, 2 * MIB, 300_000], true);
         let (endpoint, _) = stand_in(script).await;
