@@ -222,19 +222,17 @@ impl Client {
     }
 
     /// Checks a whole object read into memory against its composite CRC: the parts' boundaries
-    /// from [`first_part_layout`](Self::first_part_layout), each part's CRC over its bytes, the
+    /// from `layout` ([`first_part_layout`](Self::first_part_layout)), each part's CRC, the
     /// composite over the parts' CRCs. Parts of unequal size cannot be told apart and are not
     /// checked (a `debug` event says so).
-    async fn verify_composite(
-        &self,
+    fn verify_composite(
         bucket: &str,
         key: &str,
-        etag: &str,
+        layout: Option<(u64, u32)>,
         expected: &MultipartChecksum,
         data: &[u8],
         sums: Option<&BlockCrcs>,
     ) -> Result<()> {
-        let layout = self.first_part_layout(bucket, key, etag).await?;
         let Some(part_size) = layout
             .filter(|&(p, n)| {
                 n == expected.parts && p > 0 && (data.len() as u64).div_ceil(p) == u64::from(n)
@@ -367,14 +365,32 @@ impl Client {
         };
         let len = dst.bytes().len();
         let mut sums = algorithm.and_then(|a| BlockCrcs::new(a, CHECKSUM_BLOCK, len as u64));
-        match &mut sums {
-            Some(sums) => {
-                let mut summing = Summing { target: dst, sums };
-                self.read_resuming(bucket, key, response, 0, &mut summing)
-                    .await?;
+        let read = async {
+            match &mut sums {
+                Some(sums) => {
+                    let mut summing = Summing {
+                        target: &mut *dst,
+                        sums,
+                    };
+                    self.read_resuming(bucket, key, response, 0, &mut summing)
+                        .await
+                }
+                None => {
+                    self.read_resuming(bucket, key, response, 0, &mut *dst)
+                        .await
+                }
             }
-            None => self.read_resuming(bucket, key, response, 0, dst).await?,
-        }
+        };
+        // A composite's part layout is asked for while the body arrives, not after its last byte.
+        let ask_layout = async {
+            match &composite {
+                Some((_, etag)) => self.first_part_layout(bucket, key, etag).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let (read, layout) = tokio::join!(read, ask_layout);
+        read?;
+        let layout = layout?;
         let data = dst.bytes();
         if let Some(expected) = expected {
             match &sums {
@@ -382,9 +398,15 @@ impl Client {
                 None => verify(bucket, key, &expected, data)?,
             }
         }
-        if let Some((composite, etag)) = composite {
-            self.verify_composite(bucket, key, &etag, &composite, data, sums.as_ref())
-                .await?;
+        if let Some((composite, _)) = composite {
+            Self::verify_composite(
+                bucket,
+                key,
+                layout.flatten(),
+                &composite,
+                data,
+                sums.as_ref(),
+            )?;
         }
         if let Some(md5) = blob_md5 {
             verify_md5(bucket, key, &md5, data)?;
