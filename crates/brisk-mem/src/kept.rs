@@ -67,7 +67,9 @@ pub(crate) struct KeptMappings {
 impl KeptMappings {
     pub(crate) fn new(limit: usize) -> Self {
         KeptMappings {
-            entries: Vec::with_capacity(MAX_KEPT),
+            // One over: `keep` pushes before `over_limit` takes the oldest out, and keeping a
+            // buffer allocates nothing.
+            entries: Vec::with_capacity(MAX_KEPT + 1),
             bytes: 0,
             limit,
         }
@@ -88,8 +90,8 @@ impl KeptMappings {
     }
 
     /// Keep `map` (shown at its full capacity again), paid for by `reserved` bytes that stay
-    /// reserved. The caller then frees what
-    /// [`over_limit`](Self::over_limit) hands back, outside the lock.
+    /// reserved. The caller then frees what [`over_limit`](Self::over_limit) hands back, outside
+    /// the lock.
     pub(crate) fn keep(&mut self, mut map: AnonMapping, reserved: usize) {
         map.set_len(map.capacity());
         self.bytes += reserved;
