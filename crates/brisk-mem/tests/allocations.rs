@@ -218,4 +218,11 @@ fn a_kept_mapping_is_kept_and_reused_without_a_heap_allocation() {
     }
     let metrics = budget.metrics();
     assert_eq!((metrics.kept_reuses, metrics.kept_bytes), (3, 16 * MIB));
+
+    // More buffers than are kept: keeping them, and letting the oldest go, allocates nothing.
+    let many: Vec<ExactBuf> = (1..=10)
+        .map(|mib| now(ExactBuf::for_overwrite(&budget, mib * MIB / 2 + MIB)).unwrap())
+        .collect();
+    let ((), counts) = count(|| drop(many));
+    assert_eq!(counts.allocations, 0, "keeping ten: {counts:?}");
 }
