@@ -484,7 +484,7 @@ mod tests {
 
     #[test]
     fn kept_mappings_are_bounded_by_count_limit_and_idle_time() {
-        let budget = MemoryBudget::new(64 * MAPPED_MIN_LEN);
+        let budget = MemoryBudget::new(512 * MAPPED_MIN_LEN);
         // Each of a different size: none serves the next, so all are kept, up to MAX_KEPT.
         let lens: Vec<usize> = (0..crate::kept::MAX_KEPT + 2)
             .map(|i| MAPPED_MIN_LEN * 2usize.pow(i as u32 % 2) + i * 4096 * 30)

@@ -40,9 +40,11 @@ use crate::mapping::AnonMapping;
 /// How long a freed buffer's mapping is kept for reuse before it is given back to the kernel.
 pub const KEPT_IDLE: Duration = Duration::from_secs(10);
 
-/// The most mappings a budget keeps at once: a few objects of different sizes read in turn, without
-/// a search over many.
-pub(crate) const MAX_KEPT: usize = 8;
+/// The most freed buffers a budget keeps at once. Enough for a batch of large ranges read again
+/// (Python's `get_ranges` gives each range above 8 MiB a buffer of its own): 32 ranges of 16 MiB,
+/// read five times in one process, cost 0.40–0.43 CPU s/GiB with 8 kept and 0.20–0.21 with 64
+/// (BENCHMARKS.md). Finding one is a scan of at most this many.
+pub const MAX_KEPT: usize = 64;
 
 /// A kept mapping serves buffers it is at most this fraction longer than (a quarter of theirs).
 pub(crate) const MAX_SLACK_DIVISOR: usize = 4;

@@ -52,7 +52,7 @@ mod size;
 
 pub use budget::{Acquire, BudgetError, MemoryBudget, Reservation};
 pub use exact::{ExactBuf, MAPPED_MIN_LEN};
-pub use kept::KEPT_IDLE;
+pub use kept::{KEPT_IDLE, MAX_KEPT};
 pub use metrics::MemoryMetrics;
 pub use pool::{
     BufferPool, DEFAULT_GLOBAL_BUDGET_BYTES, DEFAULT_RETENTION_BYTES, GlobalPoolError,

@@ -8,7 +8,9 @@ use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll, Waker};
 
-use brisk_mem::{BufferPool, ExactBuf, MAPPED_MIN_LEN, MemoryBudget, PooledBlock, SIZE_CLASSES};
+use brisk_mem::{
+    BufferPool, ExactBuf, MAPPED_MIN_LEN, MAX_KEPT, MemoryBudget, PooledBlock, SIZE_CLASSES,
+};
 
 use brisk_testkit::alloc::{CountingAllocator, count};
 
@@ -208,7 +210,7 @@ fn a_large_exact_buffer_is_one_mapping_and_no_heap_allocation() {
 #[test]
 #[cfg(target_os = "linux")]
 fn a_kept_mapping_is_kept_and_reused_without_a_heap_allocation() {
-    let budget = MemoryBudget::new(64 * MIB);
+    let budget = MemoryBudget::new(128 * MIB);
     drop(now(ExactBuf::for_overwrite(&budget, 16 * MIB)).unwrap());
     for _ in 0..3 {
         let (buf, counts) = count(|| now(ExactBuf::for_overwrite(&budget, 16 * MIB)).unwrap());
@@ -220,9 +222,13 @@ fn a_kept_mapping_is_kept_and_reused_without_a_heap_allocation() {
     assert_eq!((metrics.kept_reuses, metrics.kept_bytes), (3, 16 * MIB));
 
     // More buffers than are kept: keeping them, and letting the oldest go, allocates nothing.
-    let many: Vec<ExactBuf> = (1..=10)
-        .map(|mib| now(ExactBuf::for_overwrite(&budget, mib * MIB / 2 + MIB)).unwrap())
+    let many: Vec<ExactBuf> = (0..MAX_KEPT + 2)
+        .map(|i| now(ExactBuf::for_overwrite(&budget, MIB + i * 4096)).unwrap())
         .collect();
     let ((), counts) = count(|| drop(many));
-    assert_eq!(counts.allocations, 0, "keeping ten: {counts:?}");
+    assert_eq!(
+        counts.allocations, 0,
+        "keeping more than MAX_KEPT: {counts:?}"
+    );
+    assert!(budget.metrics().kept_bytes <= budget.capacity());
 }
