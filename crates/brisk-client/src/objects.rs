@@ -364,7 +364,14 @@ impl Client {
             (None, None) => None,
         };
         let len = dst.bytes().len();
-        let mut sums = algorithm.and_then(|a| BlockCrcs::new(a, CHECKSUM_BLOCK, len as u64));
+        // Blocks only for a composite, whose parts are combined from them; a full-object CRC is one
+        // running CRC (and no allocation).
+        let block = if composite.is_some() {
+            CHECKSUM_BLOCK
+        } else {
+            usize::MAX
+        };
+        let mut sums = algorithm.and_then(|a| BlockCrcs::new(a, block, len as u64));
         let read = async {
             match &mut sums {
                 Some(sums) => {

@@ -27,8 +27,10 @@ pub struct BlockCrcs {
 }
 
 impl BlockCrcs {
-    /// For a stream of about `expected_len` bytes (the blocks' list is sized for it once) in blocks
-    /// of `block` bytes; `None` for the SHAs, whose digests cannot be combined, or a block of 0.
+    /// For a stream of about `expected_len` bytes (the blocks' list is sized for it once, and not
+    /// allocated at all for one block: a block of `usize::MAX` keeps the whole stream's CRC alone)
+    /// in blocks of `block` bytes; `None` for the SHAs, whose digests cannot be combined, or a
+    /// block of 0.
     pub fn new(algorithm: ChecksumAlgorithm, block: usize, expected_len: u64) -> Option<Self> {
         FullObjectCrc::new(algorithm).ok()?;
         if block == 0 {
@@ -38,7 +40,11 @@ impl BlockCrcs {
         Some(BlockCrcs {
             algorithm,
             block,
-            done: Vec::with_capacity(blocks),
+            done: if blocks > 1 {
+                Vec::with_capacity(blocks)
+            } else {
+                Vec::new()
+            },
             current: Checksummer::new(algorithm),
             in_current: 0,
         })
@@ -178,5 +184,18 @@ mod tests {
         assert!(BlockCrcs::new(ChecksumAlgorithm::Sha256, 1024, 10).is_none());
         assert!(BlockCrcs::new(ChecksumAlgorithm::Sha1, 1024, 10).is_none());
         assert!(BlockCrcs::new(ChecksumAlgorithm::Crc32, 0, 10).is_none());
+
+        // One block the size of everything: the whole stream's CRC, and no parts.
+        let bytes = data(70_000);
+        let mut whole = BlockCrcs::new(ChecksumAlgorithm::Crc64Nvme, usize::MAX, 70_000).unwrap();
+        for piece in bytes.chunks(4096) {
+            whole.update(piece);
+        }
+        assert_eq!(whole.done.capacity(), 0, "nothing allocated");
+        assert_eq!(
+            whole.whole(),
+            Checksummer::checksum(ChecksumAlgorithm::Crc64Nvme, &bytes)
+        );
+        assert!(whole.parts(1 << 20).is_none());
     }
 }
