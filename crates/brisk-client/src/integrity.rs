@@ -29,10 +29,11 @@
 //! composite compared (`stored_composite`). SHA composites and parts of unequal size are skipped.
 //! `get_stream` checks full-object checksums only.
 //!
-//! The whole-object reads into memory take the CRC of each 1 MiB block as it lands, just after the
-//! socket's copy wrote it (`brisk_wire::checksum::BlockCrcs`), and combine the blocks into the object's CRC or its
-//! parts' after the body, instead of reading the buffer again; only parts that are not whole MiB,
-//! and SHA checksums, take the second pass.
+//! The whole-object reads into memory take the CRC as the bytes land, just after the socket's copy
+//! wrote them (`brisk_wire::checksum::BlockCrcs`): one running CRC for a full-object checksum, and
+//! for a composite one the CRC of each 1 MiB block, combined into the parts' after the body, instead
+//! of reading the buffer again; only parts that are not whole MiB, and SHA checksums, take the
+//! second pass.
 //!
 //! Azure Blob Storage has no per-object CRC to ask for; it keeps the MD5 of a blob written in one
 //! Put Blob (and of any blob whose writer set `x-ms-blob-content-md5`). A whole-blob GET returns it
