@@ -219,15 +219,7 @@ impl MemoryBudget {
     /// Take a kept mapping of at least `len` bytes (and at most a quarter more), showing `len`
     /// bytes, with a reservation of its whole capacity paying for it.
     pub(crate) fn take_kept(&self, len: usize) -> Option<(AnonMapping, Reservation)> {
-        let (map, reserved) = {
-            let mut kept = lock(&self.inner.kept);
-            let taken = kept.take(len)?;
-            self.inner
-                .counters
-                .kept_bytes
-                .store(kept.bytes(), Ordering::Relaxed);
-            taken
-        };
+        let (map, reserved) = self.inner.with_kept(|kept| kept.take(len))?;
         self.inner
             .counters
             .kept_reuses
@@ -306,45 +298,36 @@ impl fmt::Debug for MemoryBudget {
 }
 
 impl BudgetInner {
+    /// Runs `f` on the kept mappings under their lock, then publishes their byte count for
+    /// [`metrics`](MemoryBudget::metrics), which reads it without the lock.
+    fn with_kept<R>(&self, f: impl FnOnce(&mut KeptMappings) -> R) -> R {
+        let mut kept = lock(&self.kept);
+        let result = f(&mut kept);
+        self.counters
+            .kept_bytes
+            .store(kept.bytes(), Ordering::Relaxed);
+        result
+    }
+
     /// Free the oldest kept mappings while more are kept than the limits allow.
     fn free_over_limit(&self) {
-        loop {
-            let evicted = {
-                let mut kept = lock(&self.kept);
-                let evicted = kept.over_limit();
-                self.counters
-                    .kept_bytes
-                    .store(kept.bytes(), Ordering::Relaxed);
-                evicted
-            };
-            let Some((map, reserved)) = evicted else {
-                return;
-            };
-            drop(map);
-            self.release(reserved);
-        }
+        self.free_kept_with(|kept, free| kept.remove_over_limit(free));
     }
 
     /// Free the kept mappings idle for [`KEPT_IDLE`](crate::KEPT_IDLE) at `now`; returns when the
-    /// next one will be, if any is kept.
+    /// next one will be. With nothing kept, `None`, and the trimming thread is marked gone (under
+    /// the lock a buffer is kept under, so the next one starts another).
     pub(crate) fn free_expired(&self, now: std::time::Instant) -> Option<std::time::Instant> {
-        loop {
-            let expired = {
-                let mut kept = lock(&self.kept);
-                let expired = kept.expired(now);
-                self.counters
-                    .kept_bytes
-                    .store(kept.bytes(), Ordering::Relaxed);
-                expired
-            };
-            match expired {
-                Ok((map, reserved)) => {
-                    drop(map);
-                    self.release(reserved);
-                }
-                Err(next) => return next,
+        let mut next = None;
+        self.free_kept_with(|kept, free| {
+            let (released, due) = kept.remove_expired(now, free);
+            if due.is_none() {
+                self.trimmed.store(false, Ordering::Release);
             }
-        }
+            next = due;
+            released
+        });
+        next
     }
 
     fn add_reserved(&self, state: &mut BudgetState, amount: usize) {
@@ -416,18 +399,13 @@ impl BudgetInner {
         remove: impl FnOnce(&mut KeptMappings, &mut dyn FnMut(AnonMapping)) -> usize,
     ) -> usize {
         let mut unmap: [Option<AnonMapping>; MAX_KEPT + 1] = [const { None }; MAX_KEPT + 1];
-        let released = {
-            let mut kept = lock(&self.kept);
-            let mut freed = 0;
-            let released = remove(&mut kept, &mut |map| {
+        let mut freed = 0;
+        let released = self.with_kept(|kept| {
+            remove(kept, &mut |map| {
                 unmap[freed] = Some(map);
                 freed += 1;
-            });
-            self.counters
-                .kept_bytes
-                .store(kept.bytes(), Ordering::Relaxed);
-            released
-        };
+            })
+        });
         drop(unmap);
         self.release(released);
         released
@@ -522,23 +500,25 @@ impl Reservation {
     /// when the budget keeps nothing of that size or requests are waiting for bytes.
     pub(crate) fn keep_mapping(mut self, map: AnonMapping) {
         let inner = &self.budget.inner;
-        if map.capacity() != self.size
-            || inner.counters.waiting.load(Ordering::SeqCst) > 0
-            || !lock(&inner.kept).accepts(self.size)
+        let size = self.size;
+        let refused = if map.capacity() != size || inner.counters.waiting.load(Ordering::SeqCst) > 0
         {
+            Some(map)
+        } else {
+            inner.with_kept(|kept| {
+                if !kept.accepts(size) {
+                    return Some(map);
+                }
+                kept.keep(map, size);
+                None
+            })
+        };
+        if let Some(map) = refused {
             // The memory first, then the bytes (when `self` drops), as for any buffer.
             drop(map);
             return;
         }
-        let size = std::mem::take(&mut self.size);
-        {
-            let mut kept = lock(&inner.kept);
-            kept.keep(map, size);
-            inner
-                .counters
-                .kept_bytes
-                .store(kept.bytes(), Ordering::Relaxed);
-        }
+        self.size = 0;
         // A request that queued after the check above and reclaimed before the push would wait
         // while this mapping holds its bytes: it counted itself as waiting before it reclaimed
         // (both `SeqCst`), so a waiter that the check missed is seen here, and gets them.

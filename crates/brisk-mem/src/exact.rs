@@ -517,7 +517,16 @@ mod tests {
             .free_expired(now)
             .expect("one kept");
         assert!(due > now && due <= now + crate::KEPT_IDLE);
+        let trimmed = || {
+            budget
+                .inner_for_tests()
+                .trimmed
+                .load(std::sync::atomic::Ordering::Acquire)
+        };
+        assert!(trimmed(), "a thread looks after what is kept");
         assert_eq!(budget.inner_for_tests().free_expired(due), None);
+        // Nothing kept: the thread ends, and says so, so that the next kept buffer starts one.
+        assert!(!trimmed());
         assert_eq!((budget.metrics().kept_bytes, budget.reserved()), (0, 0));
     }
 

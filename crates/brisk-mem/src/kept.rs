@@ -92,8 +92,8 @@ impl KeptMappings {
     }
 
     /// Keep `map` (shown at its full capacity again), paid for by `reserved` bytes that stay
-    /// reserved. The caller then frees what [`over_limit`](Self::over_limit) hands back, outside
-    /// the lock.
+    /// reserved. The caller then frees what [`remove_over_limit`](Self::remove_over_limit) takes
+    /// out, outside the lock.
     pub(crate) fn keep(&mut self, mut map: AnonMapping, reserved: usize) {
         map.set_len(map.capacity());
         self.bytes += reserved;
@@ -104,13 +104,16 @@ impl KeptMappings {
         });
     }
 
-    /// The oldest kept mapping, with its reserved bytes, while more are kept than the limits allow
-    /// (call until `None`).
-    pub(crate) fn over_limit(&mut self) -> Option<(AnonMapping, usize)> {
-        if self.entries.len() > MAX_KEPT || self.bytes > self.limit {
-            return Some(self.remove(0));
+    /// Remove the oldest mappings while more are kept than the limits allow, handing each to
+    /// `free`; returns their reserved bytes.
+    pub(crate) fn remove_over_limit(&mut self, mut free: impl FnMut(AnonMapping)) -> usize {
+        let mut released = 0;
+        while self.entries.len() > MAX_KEPT || self.bytes > self.limit {
+            let (map, reserved) = self.remove(0);
+            free(map);
+            released += reserved;
         }
-        None
+        released
     }
 
     /// The smallest kept mapping of at least `len` bytes and at most a quarter more, showing `len`
@@ -163,21 +166,24 @@ impl KeptMappings {
         released
     }
 
-    /// The oldest mapping kept longer than [`KEPT_IDLE`] at `now`, if any; else when the oldest
-    /// will be (`Err`), or `Err(None)` with nothing kept.
-    pub(crate) fn expired(
+    /// Remove the mappings kept longer than [`KEPT_IDLE`] at `now`, handing each to `free`;
+    /// returns their reserved bytes and when the oldest left will be due (`None`: nothing kept).
+    pub(crate) fn remove_expired(
         &mut self,
         now: Instant,
-    ) -> Result<(AnonMapping, usize), Option<Instant>> {
-        let Some(oldest) = self.entries.first() else {
-            return Err(None);
-        };
-        let due = oldest.freed_at + KEPT_IDLE;
-        if due <= now {
-            Ok(self.remove(0))
-        } else {
-            Err(Some(due))
+        mut free: impl FnMut(AnonMapping),
+    ) -> (usize, Option<Instant>) {
+        let mut released = 0;
+        while let Some(oldest) = self.entries.first() {
+            let due = oldest.freed_at + KEPT_IDLE;
+            if due > now {
+                return (released, Some(due));
+            }
+            let (map, reserved) = self.remove(0);
+            free(map);
+            released += reserved;
         }
+        (released, None)
     }
 
     fn remove(&mut self, index: usize) -> (AnonMapping, usize) {
