@@ -4,7 +4,8 @@
 //!
 //! `--payload signed|unsigned` chooses how parts are protected (default: the client's `Auto`, signed
 //! over plain HTTP, unsigned with a checksum over TLS); unsigned parts go aws-chunked with the
-//! CRC32C checksum as a trailer.
+//! CRC32C checksum as a trailer. `--parts-in-flight N` overrides the default of
+//! [`brisk_client::transfer::DEFAULT_PARTS_IN_FLIGHT`].
 
 #[path = "support/args.rs"]
 mod args;
@@ -24,8 +25,25 @@ async fn main() {
 
 async fn run() -> Result<(), brisk_client::Error> {
     let args = args::Args::parse(
-        "upload --endpoint-url URL --bucket NAME --key KEY --file PATH [--payload signed|unsigned]",
+        "upload --endpoint-url URL --bucket NAME --key KEY --file PATH [--payload signed|unsigned] \
+         [--parts-in-flight N] [--part-size BYTES]",
     );
+    let part_size = match args.optional("part-size") {
+        None => brisk_client::transfer::DEFAULT_PART_SIZE,
+        Some(n) => n
+            .parse()
+            .map_err(|_| brisk_client::Error::InvalidArgument {
+                what: format!("--part-size {n}: expected a number of bytes"),
+            })?,
+    };
+    let parts_in_flight = match args.optional("parts-in-flight") {
+        None => brisk_client::transfer::DEFAULT_PARTS_IN_FLIGHT,
+        Some(n) => n.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+            brisk_client::Error::InvalidArgument {
+                what: format!("--parts-in-flight {n}: expected a whole number from 1"),
+            }
+        })?,
+    };
     let payload_signing = match args.optional("payload") {
         None => PayloadSigning::Auto,
         Some("signed") => PayloadSigning::Signed,
@@ -45,6 +63,8 @@ async fn run() -> Result<(), brisk_client::Error> {
             Path::new(args.required("file")),
             TransferOptions {
                 payload_signing,
+                parts_in_flight,
+                part_size,
                 ..TransferOptions::default()
             },
         )

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::integrity::CHECKSUM_MODE_HEADER;
 use crate::metrics::{ClientMetrics, Counters};
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
-use crate::request::{AWS_CHUNK_SIZE, RequestSpec, Target, expects_continue};
+use crate::request::{AWS_CHUNK_SIZE, RequestSpec, Target};
 use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 // Defined with the object operations; still public here, where callers first found it.
@@ -282,7 +282,7 @@ impl Client {
         let counters = &self.inner.counters;
         let exchange: Result<(), Error> = async {
             let (c, response_head) = conn.parts();
-            if !expects_continue(spec.body_len()) {
+            if !spec.expects_continue() {
                 c.queue_request_head(&head);
                 write_body(c, spec, counters).await?;
                 c.flush().await?;

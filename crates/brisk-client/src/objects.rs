@@ -47,6 +47,7 @@ use crate::integrity::{
 };
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
 use crate::retry::{RetryContext, RetryDecision};
+use crate::transfer::PartSums;
 
 /// The most keys one DeleteObjects request carries (S3's limit); [`Client::delete_many`] sends
 /// larger lists in batches of this size.
@@ -624,25 +625,29 @@ impl Client {
         self.put_summed(bucket, key, body, options, None).await
     }
 
-    /// [`Client::put_with`] with the body's checksum already computed (`known`, base64, of
-    /// `options.checksum`'s algorithm), as `upload` computes it while reading the file.
+    /// [`Client::put_with`] with the body's checksum (base64, of `options.checksum`'s algorithm)
+    /// and perhaps its SHA-256 already computed (`known`), as `upload` computes them while
+    /// reading the file.
     pub(crate) async fn put_summed(
         &self,
         bucket: &str,
         key: &str,
         body: &[u8],
         options: &PutOptions,
-        known: Option<String>,
+        known: Option<PartSums>,
     ) -> Result<PutResult> {
         check_bucket(bucket)?;
         check_key(key)?;
         if self.is_azure() {
             let crc64 = known
                 .filter(|_| options.checksum == UploadChecksum::Crc64Nvme)
-                .and_then(|k| crate::azure::crc64_from_s3_base64(&k));
+                .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
             return self.azure_put_blob(bucket, key, body, options, crc64).await;
         }
-        let checksum = known.unwrap_or_else(|| options.checksum.compute(body));
+        let PartSums { checksum, payload } = known.unwrap_or_else(|| PartSums {
+            checksum: options.checksum.compute(body),
+            payload: None,
+        });
         let signed = self.signs_payload(options.payload_signing);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
             .header(options.checksum.algorithm().header_name(), checksum.clone());
@@ -653,7 +658,7 @@ impl Client {
             spec = spec.header("if-none-match", "*");
         }
         spec.payload = if signed {
-            PayloadHash::of(body)
+            payload.unwrap_or_else(|| PayloadHash::of(body))
         } else {
             PayloadHash::Unsigned
         };

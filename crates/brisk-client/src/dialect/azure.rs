@@ -10,7 +10,7 @@ use brisk_wire::sigv4::encode_key_path;
 
 use crate::config::{AzureConfig, AzureCredentials, Endpoint};
 use crate::error::{Error, ServiceError};
-use crate::request::{RequestSpec, Target, USER_AGENT, expects_continue};
+use crate::request::{RequestSpec, Target, USER_AGENT};
 
 /// How Azure Blob requests are addressed and authorized.
 #[derive(Debug)]
@@ -153,7 +153,7 @@ impl AzureDialect {
         if content_length.is_some() {
             out.set_content_length(spec.body.len() as u64);
         }
-        if expects_continue(spec.body.len() as u64) {
+        if spec.expects_continue() {
             out.append("expect", "100-continue")?;
         }
         Ok(head)

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use brisk_client::{Client, Credentials, Error, RetryPolicy};
+use brisk_client::{Client, Credentials, Error, PayloadSigning, RetryPolicy};
 use brisk_testkit::fake_s3::{Action, FakeS3, Script, Seen};
 use brisk_wire::http::RequestHead;
 
@@ -412,6 +412,60 @@ async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
         // request opened a new one.
         assert_ne!(seen[0].connection, seen[1].connection);
         assert_eq!(seen[1].connection, seen[2].connection);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_parts_of_a_created_upload_do_not_wait_for_100_continue() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            let target = head.target();
+            match head.method() {
+                "POST" if target.ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => object(b"", "\"part\""),
+                "POST" => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<CompleteMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><ETag>\"whole-2\"</ETag></CompleteMultipartUploadResult>".to_vec(),
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("f");
+        std::fs::write(&source, vec![7u8; 11 * 1024 * 1024]).unwrap();
+        // Signed parts go from blocks, unsigned ones from the file (`sendfile`, aws-chunked).
+        for payload_signing in [PayloadSigning::Signed, PayloadSigning::Unsigned] {
+            let options = brisk_client::TransferOptions {
+                part_size: 5 * 1024 * 1024,
+                payload_signing,
+                ..brisk_client::TransferOptions::default()
+            };
+            c.upload("bucket", "key", &source, options).await.unwrap();
+        }
+        // A single PUT of the same size still asks first.
+        let body = vec![5u8; 6 * 1024 * 1024];
+        c.put("bucket", "one", &body).await.unwrap();
+        let seen = seen.lock().unwrap();
+        let puts: Vec<_> = seen.iter().filter(|s| s.method == "PUT").collect();
+        assert_eq!(puts.len(), 3 + 3 + 1, "three parts per upload, then the PUT");
+        for part in &puts[..6] {
+            assert_eq!(part.expect, None, "{}", part.target);
+            assert!(part.body_received >= 1024 * 1024, "{}", part.target);
+        }
+        assert_eq!(puts[6].expect.as_deref(), Some("100-continue"));
+        assert_eq!(puts[6].body_received, body.len() as u64);
     })
     .await;
 }
