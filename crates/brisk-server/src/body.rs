@@ -11,8 +11,9 @@
 //! `O_DIRECT` (`direct.rs`). A buffered write is a memory copy plus the file system's delayed
 //! allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`, "Server"), i.e.
 //! ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`, `block_in_place`) would
-//! add a thread hand-off per slice and save no CPU. What can block for milliseconds — the fsync and rename
-//! of the commit, metadata transactions — runs under `block_in_place` instead (see `handler.rs`).
+//! add a thread hand-off per slice and save no CPU. What waits for the disk — an `O_DIRECT` write,
+//! which returns when the device has the bytes, the fsync and rename of the commit, metadata
+//! transactions — runs under `block_in_place` instead (see `handler.rs`, `direct.rs`).
 
 use brisk_wire::S3ErrorCode;
 
