@@ -81,10 +81,11 @@ pub const DEFAULT_PARTS_IN_FLIGHT: usize = 4;
 
 /// Parts an upload from blocks reads ahead of those it sends: while `parts_in_flight` parts are
 /// on the wire, the next is read from the file and summed (its checksum, and its SHA-256 when
-/// signed), so it goes out as soon as one of them is answered instead of after its own read.
-/// Without it, a signed 2 GiB upload to `brisk serve` had 2.5 of its 4 parts at the server on
-/// average (the server's access log): each answered part left its connection idle while the next
-/// was read. One more block of memory (8 MiB by default).
+/// signed), so it goes out as soon as one of them is answered instead of after its own read. With
+/// parts sent without `100 Continue`, it raised the parts at the server of a signed 2 GiB upload
+/// to `brisk serve` from 2.6–2.7 of 4 to 3.0 on average (its access log; 4.67–5.02 s → 4.42–4.72,
+/// BENCHMARKS.md "Upload parts without `100 Continue`"). One more block of memory (8 MiB by
+/// default).
 pub const UPLOAD_READ_AHEAD: usize = 1;
 
 /// S3's smallest part (all but the last): 5 MiB.
@@ -400,15 +401,18 @@ impl Client {
                 }
                 let sending = Arc::clone(&sending);
                 tasks.spawn(async move {
-                    // The part queues for its turn to send as it starts reading, so parts are
-                    // sent in the order they were started (the semaphore is fair) whichever read
-                    // ends first. A part that fails closes the semaphore before giving up its
-                    // turn, so the part read ahead is not sent after the upload has failed.
-                    let read = async {
-                        let block = client.buffer_pool().get(len).await?;
-                        read_part_summed(&file, &path, offset, block, len, checksum, signed).await
-                    };
-                    let (read, turn) = tokio::join!(read, sending.acquire());
+                    // Once it has its block, the part queues for its turn to send while it
+                    // reads, so parts are sent in the order they got their blocks (the semaphore
+                    // is fair) whichever read ends first. A turn is only ever held with a block,
+                    // so a budget with room for fewer blocks than parts cannot leave every turn
+                    // waiting for a block held by a part waiting for a turn. A part that fails
+                    // closes the semaphore before giving up its turn, so the part read ahead is
+                    // not sent after the upload has failed.
+                    let block = client.buffer_pool().get(len).await?;
+                    let (read, turn) = tokio::join!(
+                        read_part_summed(&file, &path, offset, block, len, checksum, signed),
+                        sending.acquire()
+                    );
                     let (block, sums) = read?;
                     let Ok(_turn) = turn else {
                         return Err(Error::UnexpectedResponse {
@@ -1718,9 +1722,10 @@ pub(crate) struct PartSums {
 /// blocking pool (file reads block); the block moves to the blocking thread and back, which moves
 /// a handle, not the bytes.
 ///
-/// The SHA-256 of a signed part is taken here rather than when the part is sent: on the sending
-/// task it held the runtime's thread for the whole part (about 5 ms per 8 MiB), during which the
-/// other parts' sockets were not written, and it read the part from memory a second time.
+/// The SHA-256 of a signed part is taken here rather than when the part is sent: there it held
+/// the runtime's thread for the whole part (about 5 ms per 8 MiB) and read the part from memory a
+/// second time. Neither showed in the time or CPU of a 2 GiB upload on loopback (BENCHMARKS.md
+/// "Upload parts without `100 Continue`"); it keeps the runtime's thread free for the sockets.
 async fn read_part_summed(
     file: &Arc<std::fs::File>,
     path: &Path,

@@ -188,6 +188,35 @@ async fn transfers_stay_within_the_memory_budget() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_whose_budget_holds_one_part_completes() {
+    bounded(STEP, async {
+        // Room for one 8 MiB block, 4 parts in flight and one read ahead: a part takes its turn
+        // to send only once it holds a block, or the parts holding turns would wait for the one
+        // block, held by a part waiting for a turn. Signed parts go from blocks.
+        let budget = brisk_mem::MemoryBudget::new(8 * MIB);
+        let c = builder().memory_budget(budget.clone()).build().unwrap();
+        let bucket = new_bucket(&c, "onepart").await;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source");
+        let body = pattern(45 * MIB + 3, 14);
+        std::fs::write(&source, &body).unwrap();
+        let options = TransferOptions {
+            part_size: 8 * MIB,
+            parts_in_flight: 4,
+            payload_signing: brisk_client::PayloadSigning::Signed,
+            ..TransferOptions::default()
+        };
+        c.upload(&bucket, "k", &source, options).await.unwrap();
+        let m = budget.metrics();
+        let reader = builder().build().unwrap();
+        assert!(reader.get_bytes(&bucket, "k").await.unwrap()[..] == body[..]);
+        assert!(m.peak_reserved_bytes <= 8 * MIB, "{m:?}");
+        assert!(m.waits > 0, "the budget never made a part wait: {m:?}");
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_download_whose_budget_holds_one_block_per_worker_completes() {
     bounded(STEP, async {
