@@ -191,11 +191,11 @@ impl<'a> RequestSpec<'a> {
     /// without waiting for `100 Continue`. The creation already showed that the credentials,
     /// bucket and key are accepted, so what `100 Continue` saves (the body of a refused request)
     /// is rarely at stake, and the wait costs a round trip per part: through a 10 ms round trip,
-    /// more than a tenth of an 8 MiB part's time at 1 GB/s; on loopback, the 2 GiB signed upload
-    /// to `brisk serve` took 4.1 s at the server instead of 4.9, whose workers answered
-    /// `Expect` late while writing other parts (BENCHMARKS.md, "Upload parts without
-    /// `100 Continue`"). A part refused anyway (credentials expired, upload aborted) costs its
-    /// bytes once.
+    /// more than a tenth of an 8 MiB part's time at 1 GB/s (512 MiB through a 10 ms round trip:
+    /// 1.27 s → 1.07 with the part read ahead as well), and more where the server is slow to say
+    /// `100 Continue` (a `brisk serve` whose workers wrote bodies inline: 4.9 s → 4.1 at the server
+    /// for 2 GiB; BENCHMARKS.md, "Upload parts without `100 Continue`"). A part refused anyway
+    /// (credentials expired, upload aborted) costs its bytes once.
     pub(crate) fn part_of_created_upload(mut self) -> Self {
         self.continue_first = false;
         self
