@@ -310,33 +310,19 @@ impl AnonMapping {
         let address = map.as_ptr() as usize;
         let offset = address.next_multiple_of(HUGE_PAGE_SIZE) - address;
         let whole_ranges = len / HUGE_PAGE_SIZE;
+        // Marks the first `ranges` 2 MiB ranges; a refusal (a kernel built without THP) leaves
+        // 4 KiB pages, with nothing to undo.
+        let mark = |ranges: usize| {
+            let refused = ranges > 0
+                && map
+                    .advise_range(Advice::HugePage, offset, ranges * HUGE_PAGE_SIZE)
+                    .is_err();
+            if refused { 0 } else { ranges }
+        };
         let huge_ranges = match mode {
             HugePageMode::Always => whole_ranges,
-            HugePageMode::SmallFolios => {
-                // As for a refusal below: 4 KiB pages, nothing to undo.
-                if whole_ranges > 0
-                    && map
-                        .advise_range(Advice::HugePage, offset, whole_ranges * HUGE_PAGE_SIZE)
-                        .is_err()
-                {
-                    0
-                } else {
-                    whole_ranges
-                }
-            }
-            HugePageMode::Madvise => {
-                let granted = grantable_huge_pages(whole_ranges);
-                // A refusal (a kernel built without THP) leaves 4 KiB pages: nothing to undo.
-                if granted > 0
-                    && map
-                        .advise_range(Advice::HugePage, offset, granted * HUGE_PAGE_SIZE)
-                        .is_err()
-                {
-                    0
-                } else {
-                    granted
-                }
-            }
+            HugePageMode::SmallFolios => mark(whole_ranges),
+            HugePageMode::Madvise => mark(grantable_huge_pages(whole_ranges)),
             HugePageMode::Never => unreachable!("handled above"),
         };
         let mut mapping = AnonMapping {

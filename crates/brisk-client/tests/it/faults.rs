@@ -329,33 +329,42 @@ async fn connecting_to_nothing_fails_clearly() {
     .await;
 }
 
+/// A stand-in for one multipart upload: created as `UP1`, each part answered with `part()`, aborted
+/// (DELETE) and completed as S3 answers them; anything else is refused.
+fn multipart_upload(part: fn() -> Action) -> Script {
+    Arc::new(move |_, head: &RequestHead| {
+        let target = head.target();
+        let xml = |body: &[u8]| Action::Respond {
+            status: 200,
+            headers: vec![],
+            body: body.to_vec(),
+        };
+        match head.method() {
+            "POST" if target.ends_with("?uploads=") => xml(b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>"),
+            "PUT" => part(),
+            "DELETE" => Action::Respond {
+                status: 204,
+                headers: vec![],
+                body: vec![],
+            },
+            "POST" => xml(b"<CompleteMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><ETag>\"whole-2\"</ETag></CompleteMultipartUploadResult>"),
+            _ => Action::Respond {
+                status: 400,
+                headers: vec![],
+                body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+            },
+        }
+    })
+}
+
 #[tokio::test]
 async fn a_failed_multipart_upload_is_aborted() {
     bounded(async {
-        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
-            let target = head.target();
-            match head.method() {
-                "POST" if target.ends_with("?uploads=") => Action::Respond {
-                    status: 200,
-                    headers: vec![],
-                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
-                },
-                "PUT" => Action::Respond {
-                    status: 500,
-                    headers: vec![],
-                    body: b"<Error><Code>InternalError</Code><Message>disk on fire</Message></Error>".to_vec(),
-                },
-                "DELETE" => Action::Respond {
-                    status: 204,
-                    headers: vec![],
-                    body: vec![],
-                },
-                _ => Action::Respond {
-                    status: 400,
-                    headers: vec![],
-                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
-                },
-            }
+        let (endpoint, seen) = stand_in(multipart_upload(|| Action::Respond {
+            status: 500,
+            headers: vec![],
+            body: b"<Error><Code>InternalError</Code><Message>disk on fire</Message></Error>"
+                .to_vec(),
         }))
         .await;
         let c = client(&endpoint, RetryPolicy::none(), LIMIT);
@@ -367,7 +376,10 @@ async fn a_failed_multipart_upload_is_aborted() {
             parts_in_flight: 1,
             ..brisk_client::TransferOptions::default()
         };
-        let err = c.upload("bucket", "key", &source, options).await.unwrap_err();
+        let err = c
+            .upload("bucket", "key", &source, options)
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::ServerError(_)), "{err:?}");
         let seen = seen.lock().unwrap();
         let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
@@ -419,28 +431,7 @@ async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
 #[tokio::test]
 async fn the_parts_of_a_created_upload_do_not_wait_for_100_continue() {
     bounded(async {
-        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
-            let target = head.target();
-            match head.method() {
-                "POST" if target.ends_with("?uploads=") => Action::Respond {
-                    status: 200,
-                    headers: vec![],
-                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
-                },
-                "PUT" => object(b"", "\"part\""),
-                "POST" => Action::Respond {
-                    status: 200,
-                    headers: vec![],
-                    body: b"<CompleteMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><ETag>\"whole-2\"</ETag></CompleteMultipartUploadResult>".to_vec(),
-                },
-                _ => Action::Respond {
-                    status: 400,
-                    headers: vec![],
-                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
-                },
-            }
-        }))
-        .await;
+        let (endpoint, seen) = stand_in(multipart_upload(|| object(b"", "\"part\""))).await;
         let c = client(&endpoint, RetryPolicy::none(), LIMIT);
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("f");
@@ -459,7 +450,11 @@ async fn the_parts_of_a_created_upload_do_not_wait_for_100_continue() {
         c.put("bucket", "one", &body).await.unwrap();
         let seen = seen.lock().unwrap();
         let puts: Vec<_> = seen.iter().filter(|s| s.method == "PUT").collect();
-        assert_eq!(puts.len(), 3 + 3 + 1, "three parts per upload, then the PUT");
+        assert_eq!(
+            puts.len(),
+            3 + 3 + 1,
+            "three parts per upload, then the PUT"
+        );
         for part in &puts[..6] {
             assert_eq!(part.expect, None, "{}", part.target);
             assert!(part.body_received >= 1024 * 1024, "{}", part.target);
