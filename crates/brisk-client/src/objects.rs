@@ -644,11 +644,9 @@ impl Client {
                 .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
             return self.azure_put_blob(bucket, key, body, options, crc64).await;
         }
-        let PartSums { checksum, payload } = known.unwrap_or_else(|| PartSums {
-            checksum: options.checksum.compute(body),
-            payload: None,
-        });
         let signed = self.signs_payload(options.payload_signing);
+        let sums = known.unwrap_or_else(|| PartSums::of(options.checksum, body, signed));
+        let checksum = sums.checksum.clone();
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
             .header(options.checksum.algorithm().header_name(), checksum.clone());
         if let Some(ct) = &options.content_type {
@@ -657,11 +655,7 @@ impl Client {
         if options.if_none_match_any {
             spec = spec.header("if-none-match", "*");
         }
-        spec.payload = if signed {
-            payload.unwrap_or_else(|| PayloadHash::of(body))
-        } else {
-            PayloadHash::Unsigned
-        };
+        spec.payload = sums.payload_hash(signed, body);
         spec.body = body;
         let response = self.send(&spec).await?;
         let etag = response.header("etag").map(str::to_owned);

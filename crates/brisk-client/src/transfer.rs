@@ -84,8 +84,8 @@ pub const DEFAULT_PARTS_IN_FLIGHT: usize = 4;
 /// signed), so it goes out as soon as one of them is answered instead of after its own read. With
 /// parts sent without `100 Continue`, it raised the parts at the server of a signed 2 GiB upload
 /// to `brisk serve` from 2.6–2.7 of 4 to 3.0 on average (its access log; 4.67–5.02 s → 4.42–4.72,
-/// BENCHMARKS.md "Upload parts without `100 Continue`"). One more block of memory (8 MiB by
-/// default).
+/// BENCHMARKS.md "Upload parts without `100 Continue`"); once `brisk serve` wrote bodies off its
+/// workers, 1–4 % (3.18–3.27 s against 3.21–3.42). One more block of memory (8 MiB by default).
 pub const UPLOAD_READ_AHEAD: usize = 1;
 
 /// S3's smallest part (all but the last): 5 MiB.
@@ -506,16 +506,10 @@ impl Client {
         let trailer = TrailingChecksum::new(algorithm);
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key)).part_of_created_upload();
         let header_checksum = if signed || known.is_some() {
-            let PartSums { checksum, payload } = known.unwrap_or_else(|| PartSums {
-                checksum: algorithm.compute(data),
-                payload: None,
-            });
+            let sums = known.unwrap_or_else(|| PartSums::of(algorithm, data, signed));
+            spec.payload = sums.payload_hash(signed, data);
+            let checksum = sums.checksum;
             spec = spec.header(algorithm.algorithm().header_name(), checksum.clone());
-            spec.payload = if signed {
-                payload.unwrap_or_else(|| PayloadHash::of(data))
-            } else {
-                PayloadHash::Unsigned
-            };
             spec.body = data;
             Some(checksum)
         } else {
@@ -1708,13 +1702,80 @@ pub(crate) async fn next_finished_part(
 /// CRC32C that way (perf, 2 GiB from tmpfs to `brisk serve`).
 const SUMMED_READ: usize = 256 * 1024;
 
-/// What reading a part computed over its bytes, piece by piece while each piece was in cache.
+/// What a part's request declares about its bytes: its checksum and, for a signed payload, its
+/// SHA-256 ([`PartSummer`] takes both in one pass).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PartSums {
     /// The part's checksum (base64, as its header carries it).
     pub(crate) checksum: String,
-    /// The SHA-256 a signed payload declares, when the part was read for one.
+    /// The SHA-256 a signed payload declares, when the part was summed for one.
     pub(crate) payload: Option<PayloadHash>,
+}
+
+impl PartSums {
+    /// The sums of a body already in memory, in one pass.
+    pub(crate) fn of(algorithm: UploadChecksum, data: &[u8], signed: bool) -> Self {
+        let mut summer = PartSummer::new(algorithm, signed);
+        summer.update(data);
+        summer.finish()
+    }
+
+    /// What `x-amz-content-sha256` declares for `data`: its SHA-256 when `signed` (taken now if it
+    /// was not summed for a signature), else `UNSIGNED-PAYLOAD`.
+    pub(crate) fn payload_hash(&self, signed: bool, data: &[u8]) -> PayloadHash {
+        match (signed, self.payload) {
+            (false, _) => PayloadHash::Unsigned,
+            (true, Some(hash)) => hash,
+            (true, None) => PayloadHash::of(data),
+        }
+    }
+}
+
+/// Takes a part's [`PartSums`] piece by piece. A SHA-256 checksum is the payload's hash as well,
+/// so a signed part with one is hashed once.
+pub(crate) struct PartSummer {
+    checksum: Checksummer,
+    /// The payload's SHA-256, when signed and the checksum is not SHA-256 itself.
+    payload: Option<Checksummer>,
+    signed: bool,
+}
+
+impl PartSummer {
+    pub(crate) fn new(algorithm: UploadChecksum, signed: bool) -> Self {
+        Self {
+            checksum: Checksummer::new(algorithm.algorithm()),
+            payload: (signed && algorithm != UploadChecksum::Sha256)
+                .then(|| Checksummer::new(ChecksumAlgorithm::Sha256)),
+            signed,
+        }
+    }
+
+    pub(crate) fn update(&mut self, data: &[u8]) {
+        self.checksum.update(data);
+        if let Some(payload) = &mut self.payload {
+            payload.update(data);
+        }
+    }
+
+    pub(crate) fn finish(self) -> PartSums {
+        let checksum = self.checksum.finalize();
+        let sha256 = match self.payload {
+            Some(payload) => Some(payload.finalize()),
+            None if self.signed => Some(checksum),
+            None => None,
+        };
+        PartSums {
+            checksum: checksum.to_base64(),
+            payload: sha256.map(|digest| {
+                PayloadHash::Sha256(
+                    digest
+                        .as_bytes()
+                        .try_into()
+                        .expect("a SHA-256 digest is 32 bytes"),
+                )
+            }),
+        }
+    }
 }
 
 /// Reads `len` bytes at `offset` of `file` into the start of `block` and computes their checksum,
@@ -1738,39 +1799,17 @@ async fn read_part_summed(
     use std::os::unix::fs::FileExt;
     let file = Arc::clone(file);
     let (block, result) = tokio::task::spawn_blocking(move || {
-        let mut summer = Checksummer::new(algorithm.algorithm());
-        // A SHA-256 checksum is the payload's hash as well: one pass gives both.
-        let mut payload = (signed && algorithm != UploadChecksum::Sha256)
-            .then(|| Checksummer::new(ChecksumAlgorithm::Sha256));
+        let mut summer = PartSummer::new(algorithm, signed);
         let mut at = 0;
         let result = loop {
             if at == len {
-                let checksum = summer.finalize();
-                let sha256 = match payload {
-                    Some(payload) => Some(payload.finalize()),
-                    None if signed => Some(checksum),
-                    None => None,
-                };
-                break Ok(PartSums {
-                    checksum: checksum.to_base64(),
-                    payload: sha256.map(|digest| {
-                        PayloadHash::Sha256(
-                            digest
-                                .as_bytes()
-                                .try_into()
-                                .expect("a SHA-256 digest is 32 bytes"),
-                        )
-                    }),
-                });
+                break Ok(summer.finish());
             }
             let end = (at + SUMMED_READ).min(len);
             if let Err(e) = file.read_exact_at(&mut block[at..end], offset + at as u64) {
                 break Err(e);
             }
             summer.update(&block[at..end]);
-            if let Some(payload) = &mut payload {
-                payload.update(&block[at..end]);
-            }
             at = end;
         };
         (block, result)
@@ -1947,6 +1986,11 @@ mod tests {
                     assert_eq!(sums.checksum, algorithm.compute(part), "{algorithm:?}");
                     let expected = signed.then(|| PayloadHash::of(part));
                     assert_eq!(sums.payload, expected, "{algorithm:?}, signed {signed}");
+                    // A body already in memory is summed the same way.
+                    assert_eq!(PartSums::of(algorithm, part, signed), sums);
+                    let declared = sums.payload_hash(signed, part);
+                    let unsigned = PayloadHash::Unsigned;
+                    assert_eq!(declared, expected.unwrap_or(unsigned));
                 }
             }
         }
