@@ -26,15 +26,13 @@ async fn main() {
 async fn run() -> Result<(), brisk_client::Error> {
     let args = args::Args::parse(
         "upload --endpoint-url URL --bucket NAME --key KEY --file PATH [--payload signed|unsigned] \
-         [--parts-in-flight N] [--part-size BYTES]",
+         [--parts-in-flight N] [--part-size SIZE]",
     );
     let part_size = match args.optional("part-size") {
         None => brisk_client::transfer::DEFAULT_PART_SIZE,
-        Some(n) => n
-            .parse()
-            .map_err(|_| brisk_client::Error::InvalidArgument {
-                what: format!("--part-size {n}: expected a number of bytes"),
-            })?,
+        Some(n) => brisk_mem::parse_size(n).map_err(|e| brisk_client::Error::InvalidArgument {
+            what: format!("--part-size {n}: {e}"),
+        })?,
     };
     let parts_in_flight = match args.optional("parts-in-flight") {
         None => brisk_client::transfer::DEFAULT_PARTS_IN_FLIGHT,

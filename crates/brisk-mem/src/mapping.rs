@@ -137,7 +137,13 @@ impl HugePageMode {
     /// The mode the kernel offers: its 2 MiB size's where that is on, else small folios where a
     /// smaller size is.
     fn kernel() -> Self {
-        match HugePageMode::kernel_sizes() {
+        let (pmd, small) = HugePageMode::kernel_sizes();
+        HugePageMode::from_sizes(pmd, small)
+    }
+
+    /// The mode for a 2 MiB size in mode `pmd` and smaller sizes on (`small`) or not.
+    fn from_sizes(pmd: Self, small: bool) -> Self {
+        match (pmd, small) {
             (HugePageMode::Never, true) => HugePageMode::SmallFolios,
             (pmd, _) => pmd,
         }
@@ -468,13 +474,17 @@ mod tests {
             HugePageMode::parse_size("always inherit madvise [never]\n", HugePageMode::Always),
             HugePageMode::Never
         );
-        // The kernel's mode follows its files: small folios only where the 2 MiB size is off.
+        // Small folios only where the 2 MiB size is off: where it is on, a marked range would get
+        // 2 MiB folios first.
+        use HugePageMode::{Always, Madvise, Never, SmallFolios};
+        assert_eq!(HugePageMode::from_sizes(Never, true), SmallFolios);
+        assert_eq!(HugePageMode::from_sizes(Never, false), Never);
+        assert_eq!(HugePageMode::from_sizes(Madvise, true), Madvise);
+        assert_eq!(HugePageMode::from_sizes(Always, true), Always);
+        assert_eq!(HugePageMode::from_sizes(Madvise, false), Madvise);
+        // This machine's files give one of those.
         let (pmd, small) = HugePageMode::kernel_sizes();
-        let expected = match (pmd, small) {
-            (HugePageMode::Never, true) => HugePageMode::SmallFolios,
-            (pmd, _) => pmd,
-        };
-        assert_eq!(HugePageMode::kernel(), expected);
+        assert_eq!(HugePageMode::kernel(), HugePageMode::from_sizes(pmd, small));
     }
 
     #[test]
