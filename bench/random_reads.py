@@ -393,7 +393,8 @@ def measure(server, client, block, depth, seconds, proxy=None):
 class LatencyProxy:
     """bench/latency-proxy in front of the server, for one (round trip, first-byte latency, mode)."""
 
-    BINARY = os.path.join(ROOT, "target/release/latency-proxy")
+    # LATENCY_PROXY: another build of the proxy (its own cost measured before and after a change).
+    BINARY = os.environ.get("LATENCY_PROXY") or os.path.join(ROOT, "target/release/latency-proxy")
 
     def __init__(self, upstream_port, rtt_ms, first_byte_ms, serial):
         self.rtt_ms, self.first_byte_ms = rtt_ms, first_byte_ms

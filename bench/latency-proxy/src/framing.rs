@@ -181,6 +181,46 @@ impl Framer {
         Ok(step)
     }
 
+    /// Body bytes the stream may carry next without the framer looking at them: the rest of a
+    /// `Content-Length` body or of a chunk, everything of a body that runs to the end; `None` when
+    /// the next bytes are a head or chunked framing, which [`Framer::step`] must see.
+    pub fn body_left(&self) -> Option<u64> {
+        match self.state {
+            State::Body(left) | State::ChunkData(left) => Some(left),
+            State::UntilClose => Some(u64::MAX),
+            _ => None,
+        }
+    }
+
+    /// Passes `n` body bytes (at most [`Framer::body_left`]) unseen; the step says whether the
+    /// message ended with them.
+    pub fn skip_body(&mut self, n: u64) -> Step {
+        let mut step = Step {
+            used: 0,
+            in_head: false,
+            head: None,
+            ended: false,
+        };
+        match &mut self.state {
+            State::Body(left) | State::ChunkData(left) => {
+                let taken = n.min(*left);
+                *left -= taken;
+                step.used = taken as usize;
+                if *left == 0 {
+                    if matches!(self.state, State::Body(_)) {
+                        self.state = State::Idle;
+                        step.ended = true;
+                    } else {
+                        self.state = State::ChunkCrlf(2);
+                    }
+                }
+            }
+            State::UntilClose => step.used = n as usize,
+            _ => {}
+        }
+        step
+    }
+
     /// Starts the body of the message whose head the last step returned; returns whether the
     /// message has already ended (no body, or an empty one).
     pub fn begin_body(&mut self, framing: Framing) -> bool {
@@ -350,6 +390,40 @@ GET /c HTTP/1.1\r\n\r\n";
             assert_eq!(messages[1].1, b"abc");
             assert!(messages[2].1.is_empty());
         }
+    }
+
+    #[test]
+    fn body_bytes_skipped_unseen_end_a_message_as_seen_ones_do() {
+        let mut framer = Framer::new(Kind::Response);
+        let step = framer
+            .step(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n")
+            .unwrap();
+        framer.begin_body(response_framing(&step.head.unwrap(), false));
+        assert_eq!(framer.body_left(), Some(10));
+        assert!(!framer.skip_body(6).ended);
+        let step = framer.skip_body(100);
+        assert_eq!(
+            (step.used, step.ended),
+            (4, true),
+            "no further than the body"
+        );
+        assert_eq!(framer.body_left(), None, "a head comes next");
+
+        let step = framer
+            .step(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap();
+        framer.begin_body(response_framing(&step.head.unwrap(), false));
+        assert_eq!(framer.body_left(), None, "the chunk size is framing");
+        assert_eq!(framer.step(b"5\r\n").unwrap().used, 3);
+        assert_eq!(framer.body_left(), Some(5));
+        assert!(
+            !framer.skip_body(5).ended,
+            "the chunk's CRLF and the last chunk follow"
+        );
+        assert_eq!(framer.body_left(), None);
+        assert_eq!(framer.step(b"\r\n0\r\n").unwrap().used, 2);
+        assert_eq!(framer.step(b"0\r\n").unwrap().used, 3);
+        assert!(framer.step(b"\r\n").unwrap().ended);
     }
 
     #[test]

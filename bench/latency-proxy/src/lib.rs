@@ -9,12 +9,14 @@
 //! answers which request, so pipelined requests are each delayed from their own arrival
 //! ([`Mode::Parallel`]) rather than one after another, unless [`Mode::Serial`] is asked for.
 //!
-//! Buffering is bounded: each direction of a connection holds at most [`LINE_PIECES`] reads of at
-//! most [`READ_SIZE`] bytes; past that the proxy stops reading and TCP's flow control pushes back
-//! on the sender, as a full network path would.
+//! Each direction of a connection is a pipe ([`pipe`]): bodies are spliced through it, never
+//! copied into the proxy's memory, and heads are written into it between them. Buffering is
+//! bounded by the pipe's capacity (4 MiB where the kernel allows it); when it is full the proxy
+//! stops reading and TCP's flow control pushes back on the sender, as a full network path would.
 
 pub mod delay;
 pub mod framing;
+pub mod pipe;
 
 mod clock;
 
@@ -24,20 +26,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use delay::{Downstream, Upstream};
 pub use delay::{Mode, Model};
-use framing::{Framer, Kind, response_framing};
-
-/// Bytes read from a socket at a time.
-pub const READ_SIZE: usize = 64 * 1024;
-/// Reads one direction of a connection holds at most before it stops reading (4 MiB at most:
-/// more than a 10 ms round trip carries on one connection at loopback speed).
-pub const LINE_PIECES: usize = 64;
+use framing::{Framer, Kind, Step, response_framing};
+use pipe::Pipe;
 
 /// What the proxy has seen, for tests and the benchmark's report.
 #[derive(Debug, Default)]
@@ -82,8 +77,9 @@ pub async fn start(listen: SocketAddr, upstream: SocketAddr, model: Model) -> io
     Ok(Proxy { addr, counts })
 }
 
-/// A piece of traffic and when it is let through; `None` bytes: the sender closed its side.
-type Piece = (Instant, Option<Vec<u8>>);
+/// A piece of traffic in a direction's pipe and when it is let through: its length, or `None`:
+/// the sender closed its side.
+type Piece = (Instant, Option<usize>);
 
 /// What the downstream needs to know of a request: when it reached the server, and whether its
 /// answer has a body (a HEAD's has none).
@@ -102,131 +98,180 @@ async fn connection(
     let server = TcpStream::connect(upstream).await?;
     client.set_nodelay(true)?;
     server.set_nodelay(true)?;
-    let (client_read, client_write) = client.into_split();
-    let (server_read, server_write) = server.into_split();
-    let (up_tx, up_rx) = mpsc::channel(LINE_PIECES);
-    let (down_tx, down_rx) = mpsc::channel(LINE_PIECES);
+    let (up_pipe, down_pipe) = (Pipe::new()?, Pipe::new()?);
+    let (up_tx, up_rx) = mpsc::unbounded_channel();
+    let (down_tx, down_rx) = mpsc::unbounded_channel();
     let (sent_tx, sent_rx) = mpsc::unbounded_channel();
     let up = Upstream::new(&model, opened);
     let down = Downstream::new(model);
     let _ = tokio::join!(
-        read_requests(client_read, up, up_tx, sent_tx, Arc::clone(&counts)),
-        deliver(up_rx, server_write),
-        read_responses(server_read, down, down_tx, sent_rx, counts),
-        deliver(down_rx, client_write),
+        read_requests(&client, &up_pipe, up, up_tx, sent_tx, Arc::clone(&counts)),
+        deliver(&up_pipe, up_rx, &server),
+        read_responses(&server, &down_pipe, down, down_tx, sent_rx, counts),
+        deliver(&down_pipe, down_rx, &client),
     );
     Ok(())
 }
 
-/// Client to server: each read is stamped with its arrival at the server, and each request head in
-/// it announced to the downstream before the bytes are forwarded.
+/// Bytes looked at for a head or chunk framing at a time: what is peeked at is copied, and the
+/// body behind a head is better spliced; a longer head takes more than one look.
+const PEEK_SIZE: usize = 2 * 1024;
+
+/// Bytes the framer must see (a head, chunk framing), peeked at, taken from the socket as far as
+/// the framer used them and, unless they are part of a head still incomplete or complete (the
+/// caller writes a head when it is whole), written into the pipe; `None`: the end of the stream.
+async fn framed_step(
+    from: &TcpStream,
+    pipe: &Pipe,
+    framer: &mut Framer,
+    peeked: &mut [u8],
+) -> io::Result<Option<Step>> {
+    let got = pipe::peek(from, peeked).await?;
+    if got == 0 {
+        return Ok(None);
+    }
+    let step = framer.step(&peeked[..got])?;
+    pipe::discard(from, step.used)?;
+    if !step.in_head {
+        pipe.write_all(&peeked[..step.used]).await?;
+    }
+    Ok(Some(step))
+}
+
+/// Client to server: each piece is stamped with its arrival at the server, and each request head
+/// announced to the downstream before it is forwarded.
 async fn read_requests(
-    mut from: OwnedReadHalf,
+    from: &TcpStream,
+    pipe: &Pipe,
     up: Upstream,
-    line: mpsc::Sender<Piece>,
+    line: mpsc::UnboundedSender<Piece>,
     sent: mpsc::UnboundedSender<Sent>,
     counts: Arc<Counts>,
 ) -> io::Result<()> {
     let mut framer = Framer::new(Kind::Request);
+    let mut peeked = vec![0u8; PEEK_SIZE];
     loop {
-        // `read_buf` fills the spare capacity: no zeroing pass over each fresh buffer.
-        let mut buf = Vec::with_capacity(READ_SIZE);
-        let n = from.read_buf(&mut buf).await?;
-        let arrives = up.release(Instant::now());
-        if n == 0 {
-            let _ = line.send((arrives, None)).await;
-            return Ok(());
-        }
-        let mut pos = 0;
-        while pos < n {
-            let step = framer.step(&buf[pos..])?;
-            if let Some(head) = step.head {
-                counts.requests.fetch_add(1, Ordering::Relaxed);
-                let is_head = head.method.as_deref() == Some("HEAD");
-                framer.begin_body(head.framing);
-                let _ = sent.send(Sent {
-                    arrived: arrives,
-                    is_head,
-                });
+        if let Some(left) = framer.body_left() {
+            let n = pipe.fill_from(from, left).await?;
+            let arrives = up.release(Instant::now());
+            if n == 0 {
+                let _ = line.send((arrives, None));
+                return Ok(());
             }
-            pos += step.used;
+            framer.skip_body(n as u64);
+            if line.send((arrives, Some(n))).is_err() {
+                return Ok(());
+            }
+            continue;
         }
-        if line.send((arrives, Some(buf))).await.is_err() {
+        let step = framed_step(from, pipe, &mut framer, &mut peeked).await?;
+        let arrives = up.release(Instant::now());
+        let Some(step) = step else {
+            let _ = line.send((arrives, None));
+            return Ok(());
+        };
+        let mut len = if step.in_head { 0 } else { step.used };
+        if let Some(head) = step.head {
+            counts.requests.fetch_add(1, Ordering::Relaxed);
+            let is_head = head.method.as_deref() == Some("HEAD");
+            framer.begin_body(head.framing);
+            let _ = sent.send(Sent {
+                arrived: arrives,
+                is_head,
+            });
+            pipe.write_all(&head.bytes).await?;
+            len = head.bytes.len();
+        }
+        if len > 0 && line.send((arrives, Some(len))).is_err() {
             return Ok(());
         }
     }
 }
 
-/// Server to client: responses are cut where they start, so each piece gets its own response's
-/// gate.
+/// Server to client: each response's pieces get its own first-byte gate.
 async fn read_responses(
-    mut from: OwnedReadHalf,
+    from: &TcpStream,
+    pipe: &Pipe,
     mut down: Downstream,
-    line: mpsc::Sender<Piece>,
+    line: mpsc::UnboundedSender<Piece>,
     mut sent: mpsc::UnboundedReceiver<Sent>,
     counts: Arc<Counts>,
 ) -> io::Result<()> {
     let mut framer = Framer::new(Kind::Response);
+    let mut peeked = vec![0u8; PEEK_SIZE];
     loop {
-        let mut buf = Vec::with_capacity(READ_SIZE);
-        let n = from.read_buf(&mut buf).await?;
-        let read_at = Instant::now();
-        if n == 0 {
-            let at = down.release(read_at, true);
-            let _ = line.send((at, None)).await;
-            return Ok(());
+        if let Some(left) = framer.body_left() {
+            let n = pipe.fill_from(from, left).await?;
+            let read_at = Instant::now();
+            if n == 0 {
+                let at = down.release(read_at, true);
+                let _ = line.send((at, None));
+                return Ok(());
+            }
+            let step = framer.skip_body(n as u64);
+            let at = down.release(read_at, step.ended);
+            if line.send((at, Some(n))).is_err() {
+                return Ok(());
+            }
+            continue;
         }
-        let mut pos = 0;
-        let mut pieces = Vec::new();
-        while pos < n {
-            let step = framer.step(&buf[pos..])?;
-            if !step.in_head && step.used > 0 {
-                let at = down.release(read_at, step.ended);
-                pieces.push((at, pos..pos + step.used));
-            }
-            if let Some(head) = step.head {
-                counts.responses.fetch_add(1, Ordering::Relaxed);
-                let interim = head.status.is_some_and(|s| s < 200);
-                let request = if interim { None } else { sent.try_recv().ok() };
-                down.begin(request.as_ref().map(|r| r.arrived));
-                let framing = response_framing(&head, request.as_ref().is_some_and(|r| r.is_head));
-                let ended = framer.begin_body(framing);
-                let at = down.release(read_at, ended);
-                if line.send((at, Some(head.bytes))).await.is_err() {
-                    return Ok(());
-                }
-            }
-            pos += step.used;
-            // Body pieces go out in order with the heads between them.
-            if pieces.len() == 1 && pieces[0].1 == (0..n) {
-                let (at, _) = pieces.pop().expect("one piece");
-                let whole = std::mem::take(&mut buf);
-                if line.send((at, Some(whole))).await.is_err() {
-                    return Ok(());
-                }
-                break;
-            }
-            for (at, range) in pieces.drain(..) {
-                if line.send((at, Some(buf[range].to_vec()))).await.is_err() {
-                    return Ok(());
-                }
-            }
+        let step = framed_step(from, pipe, &mut framer, &mut peeked).await?;
+        let read_at = Instant::now();
+        let Some(step) = step else {
+            let at = down.release(read_at, true);
+            let _ = line.send((at, None));
+            return Ok(());
+        };
+        let piece = if let Some(head) = step.head {
+            counts.responses.fetch_add(1, Ordering::Relaxed);
+            let interim = head.status.is_some_and(|s| s < 200);
+            let request = if interim { None } else { sent.try_recv().ok() };
+            down.begin(request.as_ref().map(|r| r.arrived));
+            let framing = response_framing(&head, request.as_ref().is_some_and(|r| r.is_head));
+            let ended = framer.begin_body(framing);
+            pipe.write_all(&head.bytes).await?;
+            Some((down.release(read_at, ended), head.bytes.len()))
+        } else if !step.in_head && step.used > 0 {
+            Some((down.release(read_at, step.ended), step.used))
+        } else {
+            None
+        };
+        if let Some((at, len)) = piece
+            && line.send((at, Some(len))).is_err()
+        {
+            return Ok(());
         }
     }
 }
 
-/// Writes each piece at its time; at the end of the stream, closes the write side.
-async fn deliver(mut line: mpsc::Receiver<Piece>, mut to: OwnedWriteHalf) -> io::Result<()> {
-    while let Some((at, bytes)) = line.recv().await {
+/// Moves each piece from the pipe to the socket at its time, together with the pieces behind it
+/// that are due by then; at the end of the stream, closes the write side.
+async fn deliver(
+    pipe: &Pipe,
+    mut line: mpsc::UnboundedReceiver<Piece>,
+    to: &TcpStream,
+) -> io::Result<()> {
+    let mut next = line.recv().await;
+    while let Some((at, len)) = next.take() {
         if at > Instant::now() {
             clock::sleep_until(at).await;
         }
-        match bytes {
-            Some(bytes) => to.write_all(&bytes).await?,
-            None => {
-                to.shutdown().await?;
-                return Ok(());
+        let Some(mut len) = len else {
+            return pipe::shut_write(to);
+        };
+        let now = Instant::now();
+        while let Ok(piece) = line.try_recv() {
+            match piece {
+                (at, Some(more)) if at <= now => len += more,
+                later => {
+                    next = Some(later);
+                    break;
+                }
             }
+        }
+        pipe.drain_to(to, len).await?;
+        if next.is_none() {
+            next = line.recv().await;
         }
     }
     Ok(())

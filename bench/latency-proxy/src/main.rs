@@ -41,7 +41,7 @@ fn main() {
         }
     }
     let upstream = upstream.unwrap_or_else(|| fail("--upstream is required"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");

@@ -189,3 +189,42 @@ async fn pipelined_requests_wait_for_each_other_in_serial_mode() {
     let took = pipelined(model(0, 100, Mode::Serial), n).await;
     assert!(took >= Duration::from_millis(100 * n as u64), "{took:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_bodies_pass_whole_to_a_slow_reader_and_from_a_fast_writer() {
+    let (proxy, seen) = proxy(model(2, 1, Mode::Parallel)).await;
+    let put_len = 6 << 20;
+    let mut requests =
+        format!("PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: {put_len}\r\n\r\n").into_bytes();
+    requests.extend_from_slice(&body(put_len));
+    requests.extend_from_slice(b"GET /25165824 HTTP/1.1\r\nHost: x\r\n\r\n");
+    let expected = [answer("PUT", "/up", put_len), answer("GET", "/25165824", 0)].concat();
+    let mut conn = TcpStream::connect(proxy.addr).await.unwrap();
+    let (mut read, mut write) = conn.split();
+    let sending = async {
+        write.write_all(&requests).await.unwrap();
+    };
+    // The reader holds back at first, so the proxy's pipe fills and it stops reading the server.
+    let receiving = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut got = vec![0u8; expected.len()];
+        let mut pos = 0;
+        while pos < got.len() {
+            let end = (pos + 8192).min(got.len());
+            let n = read.read(&mut got[pos..end]).await.unwrap();
+            assert!(n > 0, "the answers end early at {pos}");
+            pos += n;
+        }
+        got
+    };
+    let (_, got) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(sending, receiving)
+    })
+    .await
+    .expect("the exchange completes");
+    assert!(got == expected, "the answers arrive unchanged");
+    assert!(
+        seen.lock().unwrap().received == requests,
+        "the requests arrive unchanged"
+    );
+}
