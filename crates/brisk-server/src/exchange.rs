@@ -1,20 +1,23 @@
 //! One connection's reusable state and the response side of a request: the response head, the XML
 //! body buffer, the aws-chunked carry, and the writes (in-memory bodies, and files with `sendfile`).
-//! Everything here is allocated once per connection and reused by every request on it.
+//! Everything here is allocated once per connection and reused by every request on it, except the
+//! scratch buffer, which the server's pool lends to the request that needs one (`scratch.rs`).
 
 use brisk_wire::S3ErrorCode;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_wire::http::{Headers, HttpError, ResponseHead, canonical_reason};
 use brisk_wire::xml::{ErrorDocument, XmlDocument};
+use memmap2::MmapMut;
 use tokio::io::{AsyncWriteExt, Interest};
 
 use crate::body::Connection;
-use crate::direct::ALIGN;
 use crate::error::S3Error;
+use crate::scratch::ScratchPool;
 use crate::store::ObjectBody;
 
 /// Initial capacity of the XML body buffer: a listing page of 1,000 keys is 200–400 KiB, most
@@ -34,10 +37,11 @@ pub struct Exchange {
     pub xml: Vec<u8>,
     /// aws-chunked metadata cut across two reads (see `body::MAX_CARRY`).
     pub carry: Vec<u8>,
-    /// Bounce buffer of the read+write fallback and of part copies that must be hashed; allocated
-    /// on first use at the read buffer's size.
-    scratch: Vec<u8>,
-    scratch_size: usize,
+    /// Bounce buffer of the read+write fallback, of part copies that must be hashed and of durable
+    /// bodies' stages: lent by the server's pool on first use in a request and given back when the
+    /// request ends ([`release_scratch`](Self::release_scratch)), so an idle connection holds none.
+    scratch: Option<MmapMut>,
+    pool: Arc<ScratchPool>,
     /// Whether the current response's head went out (an error can then no longer be reported).
     pub response_started: bool,
     /// Whether the connection must end after this response.
@@ -46,14 +50,14 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn new(conn: Connection, scratch_size: usize, write_timeout: Duration) -> Self {
+    pub fn new(conn: Connection, pool: Arc<ScratchPool>, write_timeout: Duration) -> Self {
         Self {
             conn,
             response: ResponseHead::new(),
             xml: Vec::with_capacity(INITIAL_XML_BUFFER),
             carry: Vec::new(),
-            scratch: Vec::new(),
-            scratch_size,
+            scratch: None,
+            pool,
             response_started: false,
             closing: false,
             write_timeout,
@@ -122,20 +126,17 @@ impl Exchange {
     /// connection because its framing is lost, yet the peer is usually still reading: it gets its
     /// `408 RequestTimeout` or `400` document before the connection closes (the head says
     /// `Connection: close`, since such a connection is never reusable). Error path only: the bytes
-    /// are assembled in the scratch buffer.
+    /// are assembled in a buffer of their own.
     async fn write_past_broken_framing(&mut self) -> Result<(), S3Error> {
-        let mut wire = std::mem::take(&mut self.scratch);
-        wire.clear();
+        let mut wire = Vec::with_capacity(self.xml.len() + 1024);
         self.response.write_to(&mut wire);
         wire.extend_from_slice(&self.xml);
         let stream = self.conn.get_mut();
-        let written = within(self.write_timeout, async {
+        within(self.write_timeout, async {
             stream.write_all(&wire).await?;
             stream.flush().await
         })
-        .await;
-        self.scratch = wire;
-        written
+        .await
     }
 
     /// Sends an S3 error document (head only for HEAD requests, as S3 does).
@@ -253,52 +254,61 @@ impl Exchange {
     async fn copy_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
         let mut file = file;
         file.seek(SeekFrom::Start(offset))?;
-        if self.scratch.len() < self.scratch_size {
-            self.scratch.resize(self.scratch_size, 0);
-        }
+        let mut scratch = self.take_scratch()?;
         let mut left = len;
-        while left > 0 {
-            let want = usize::try_from(left)
-                .unwrap_or(usize::MAX)
-                .min(self.scratch.len());
-            let n = file.read(&mut self.scratch[..want])?;
-            if n == 0 {
-                return Err(S3Error::internal("object file ended early"));
+        let copied = async {
+            while left > 0 {
+                let want = usize::try_from(left)
+                    .unwrap_or(usize::MAX)
+                    .min(scratch.len());
+                let n = file.read(&mut scratch[..want])?;
+                if n == 0 {
+                    return Err(S3Error::internal("object file ended early"));
+                }
+                within(
+                    self.write_timeout,
+                    self.conn.get_mut().write_all(&scratch[..n]),
+                )
+                .await?;
+                left -= n as u64;
             }
-            within(
-                self.write_timeout,
-                self.conn.get_mut().write_all(&self.scratch[..n]),
-            )
-            .await?;
-            left -= n as u64;
+            Ok(())
         }
+        .await;
+        self.put_scratch(scratch);
+        copied?;
         // A TLS stream may hold the last record until flushed.
         within(self.write_timeout, self.conn.get_mut().flush()).await
     }
 
     /// The scratch buffer moved out, for use beside `conn` (give it back with
-    /// [`put_scratch`](Self::put_scratch)); allocated on first use with two [`ALIGN`] blocks to
-    /// spare, so that an aligned stage of the read buffer's size and one block more fits in it (see
-    /// `direct.rs`).
-    pub fn take_scratch(&mut self) -> Vec<u8> {
-        let want = self.scratch_size + 2 * ALIGN;
-        if self.scratch.len() < want {
-            self.scratch.resize(want, 0);
+    /// [`put_scratch`](Self::put_scratch)): the read buffer's size and two
+    /// [`ALIGN`](crate::direct::ALIGN) blocks, so
+    /// that an aligned stage of the read buffer's size and one block more fits in it (see
+    /// `direct.rs`). Lent by the server's pool if this request has none yet.
+    pub fn take_scratch(&mut self) -> io::Result<MmapMut> {
+        match self.scratch.take() {
+            Some(scratch) => Ok(scratch),
+            None => self.pool.take(),
         }
-        std::mem::take(&mut self.scratch)
     }
 
-    /// Returns the buffer [`take_scratch`](Self::take_scratch) lent.
-    pub fn put_scratch(&mut self, scratch: Vec<u8>) {
-        self.scratch = scratch;
+    /// Returns the buffer [`take_scratch`](Self::take_scratch) lent, for the rest of the request.
+    pub fn put_scratch(&mut self, scratch: MmapMut) {
+        self.scratch = Some(scratch);
     }
 
-    /// The scratch buffer, allocated on first use.
-    pub fn scratch(&mut self) -> &mut [u8] {
-        if self.scratch.len() < self.scratch_size {
-            self.scratch.resize(self.scratch_size, 0);
+    /// Gives the scratch buffer back to the server's pool: the request that used it has ended.
+    pub fn release_scratch(&mut self) {
+        if let Some(scratch) = self.scratch.take() {
+            self.pool.give(scratch);
         }
-        &mut self.scratch
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        self.release_scratch();
     }
 }
 

@@ -464,8 +464,12 @@ async fn receive_into_file(
     // A durable body of a stage or more skips the page cache (see `direct.rs`); smaller ones, one
     // write each, keep the path the small-PUT soak measured.
     let direct = r.shared.config.fsync && len >= r.shared.config.read_buffer_size as u64;
-    let mut scratch = if direct { x.take_scratch() } else { Vec::new() };
-    let mut writer = BodyWriter::new(file, &mut scratch, direct);
+    let mut scratch = if direct {
+        Some(x.take_scratch()?)
+    } else {
+        None
+    };
+    let mut writer = BodyWriter::new(file, scratch.as_deref_mut().unwrap_or_default(), direct);
     let received = if writer.is_staged() && decoder.is_none() {
         body::read_body_staged(&mut x.conn, &mut writer, MAX_PUT_SIZE, |data| {
             digests.update(data)
@@ -485,7 +489,7 @@ async fn receive_into_file(
         .await
     };
     let written = received.and_then(|_| writer.finish().map_err(S3Error::from));
-    if direct {
+    if let Some(scratch) = scratch {
         x.put_scratch(scratch);
     }
     written?;
@@ -833,8 +837,9 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
     let mut part_checksum = pending
         .checksum_algorithm()
         .map(|a| brisk_wire::checksum::Checksummer::new(wire_algorithm(a)));
+    let mut lent = x.take_scratch()?;
     let etag = {
-        let scratch = x.scratch();
+        let scratch = &mut lent[..];
         blocking(|| -> Result<String, S3Error> {
             source.seek(SeekFrom::Start(span.start))?;
             let mut md5 = brisk_wire::checksum::Md5::new();
@@ -866,8 +871,10 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
             } else {
                 format!("\"{}\"", hex::encode(crc.finalize().as_bytes()))
             })
-        })?
+        })
     };
+    x.put_scratch(lent);
+    let etag = etag?;
     let part_checksum = part_checksum.map(|h| h.finalize());
     let part = blocking(|| pending.commit(etag, part_checksum.map(|c| c.to_base64())))?;
     let mut checksums = ChecksumFields::default();

@@ -40,6 +40,7 @@ mod exchange;
 mod handler;
 mod objects;
 mod route;
+pub mod scratch;
 mod server;
 pub mod store;
 pub mod tls;

@@ -23,6 +23,7 @@ use crate::error::S3Error;
 use crate::exchange::Exchange;
 use crate::handler::{self, Request, blocking};
 use crate::route;
+use crate::scratch::{self, ScratchPool, ScratchStats};
 use crate::store::{Store, StoreConfig, StoreError};
 use crate::tls::ServerStream;
 
@@ -57,6 +58,8 @@ pub struct Shared {
     pub auth: Authenticator,
     pub config: ServerConfig,
     request_ids: RequestIds,
+    /// The scratch buffers requests borrow (`scratch.rs`).
+    scratch: Arc<ScratchPool>,
 }
 
 /// Request ids: 16 hex digits, unique per process run (start time in the high bits, a counter in
@@ -143,6 +146,10 @@ impl Server {
             store,
             access_log: AccessLog::new(config.log_format),
             auth,
+            scratch: Arc::new(ScratchPool::new(
+                config.read_buffer_size + 2 * crate::direct::ALIGN,
+                scratch::DEFAULT_KEPT,
+            )),
             config,
             request_ids: RequestIds::new(),
         });
@@ -195,6 +202,11 @@ impl RunningServer {
     /// The store the server serves (for tests and embedding).
     pub fn store(&self) -> &Store {
         &self.shared.store
+    }
+
+    /// The scratch buffers lent to requests now and kept for the next ones (`scratch.rs`).
+    pub fn scratch_stats(&self) -> ScratchStats {
+        self.shared.scratch.stats()
     }
 
     /// Stops accepting, lets requests in flight finish (up to the configured grace period), closes
@@ -292,7 +304,7 @@ async fn serve_connection(
         },
     };
     let conn = HttpConnection::with_config(stream, config);
-    let mut x = Exchange::new(conn, shared.config.read_buffer_size, limits.request_timeout);
+    let mut x = Exchange::new(conn, Arc::clone(&shared.scratch), limits.request_timeout);
     let mut head = RequestHead::new();
     // The bucket and key of the request being served, for its access log line (reused).
     let mut names = RequestNames::default();
@@ -344,6 +356,8 @@ async fn serve_connection(
         } else {
             log(&x, None);
         }
+        // Between requests the connection holds no scratch buffer.
+        x.release_scratch();
         if x.closing || !x.conn.is_reusable() {
             return;
         }

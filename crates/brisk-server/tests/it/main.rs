@@ -14,4 +14,5 @@ mod objects;
 mod server_answers;
 mod server_http;
 mod server_limits;
+mod server_memory;
 mod server_sigv4;
