@@ -271,6 +271,8 @@ impl ConnectionPool {
             ConnectionConfig {
                 read_buffer_size: self.settings.read_buffer_size,
                 limits,
+                // A client reads a head only right after sending a request: never idle there.
+                release_idle_buffer_after: None,
             },
         ))
     }

@@ -283,6 +283,11 @@ async fn accept_loop(
     }
 }
 
+/// How long a connection waits for its next request before its read buffer's pages go back to the
+/// kernel: long enough that a client's next request on a busy connection finds them still there
+/// (no page faults), short enough that idle keep-alive connections cost a few KiB each.
+const IDLE_BUFFER_RELEASE: Duration = Duration::from_secs(1);
+
 /// Serves one connection until it ends.
 async fn serve_connection(
     stream: ServerStream,
@@ -302,6 +307,8 @@ async fn serve_connection(
             }),
             ..Limits::default()
         },
+        // A keep-alive connection idle this long holds no read-buffer pages (`bench/idle_connections.py`).
+        release_idle_buffer_after: Some(IDLE_BUFFER_RELEASE),
     };
     let conn = HttpConnection::with_config(stream, config);
     let mut x = Exchange::new(conn, Arc::clone(&shared.scratch), limits.request_timeout);

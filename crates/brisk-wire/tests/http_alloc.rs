@@ -96,6 +96,7 @@ fn serve_pipelined(count: usize, body_len: usize) -> u64 {
         let config = ConnectionConfig {
             read_buffer_size: 4096,
             limits: Limits::default(),
+            release_idle_buffer_after: None,
         };
         let mut conn = HttpConnection::with_config(stream, config);
         let mut head = RequestHead::new();

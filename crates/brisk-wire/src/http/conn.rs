@@ -72,6 +72,12 @@ pub struct ConnectionConfig {
     pub read_buffer_size: usize,
     /// The bounds on heads, bodies and waits.
     pub limits: Limits,
+    /// A connection that has waited this long for the next head with nothing buffered gives its
+    /// read buffer's pages back to the kernel (`MADV_DONTNEED`: the buffer stays allocated and reads
+    /// as zeros; the next read faults in what it fills). `None` (the default) keeps them. For a
+    /// server with many keep-alive connections: each otherwise keeps the pages its reads touched
+    /// for as long as it stays open.
+    pub release_idle_buffer_after: Option<Duration>,
 }
 
 impl Default for ConnectionConfig {
@@ -79,6 +85,7 @@ impl Default for ConnectionConfig {
         Self {
             read_buffer_size: DEFAULT_READ_BUFFER_SIZE,
             limits: Limits::default(),
+            release_idle_buffer_after: None,
         }
     }
 }
@@ -270,6 +277,12 @@ pub struct HttpConnection<S> {
     /// Client: the most bytes one read of the next response head takes from the socket (see
     /// [`HttpConnection::limit_next_head_read`]).
     head_read_limit: Option<usize>,
+    /// See [`ConnectionConfig::release_idle_buffer_after`].
+    release_idle_buffer_after: Option<Duration>,
+    /// The read buffer's pages were given back and nothing has been read since.
+    buffer_released: bool,
+    /// Times the read buffer's pages were given back.
+    idle_releases: u64,
 }
 
 /// The smallest head read [`HttpConnection::limit_next_head_read`] allows: 4 KiB holds the head of
@@ -302,7 +315,16 @@ where
             read_eof: false,
             broken: false,
             head_read_limit: None,
+            release_idle_buffer_after: config.release_idle_buffer_after,
+            buffer_released: false,
+            idle_releases: 0,
         }
+    }
+
+    /// Times this connection gave its idle read buffer's pages back to the kernel (see
+    /// [`ConnectionConfig::release_idle_buffer_after`]).
+    pub fn idle_releases(&self) -> u64 {
+        self.idle_releases
     }
 
     /// Client: the reads of the next response head take at most `limit` bytes (at least
@@ -529,14 +551,28 @@ where
             self.make_room_for_head();
             let room = self.buf.len() - self.end;
             let want = self.head_read_limit.map_or(room, |limit| limit.min(room));
-            let n = self
-                .stream
-                .read(&mut self.buf[self.end..self.end + want])
-                .await?;
+            let read = self.stream.read(&mut self.buf[self.end..self.end + want]);
+            let idle_wait = self
+                .release_idle_buffer_after
+                .filter(|_| self.start == self.end && !self.buffer_released);
+            let n = match idle_wait {
+                // A read of a stream is cancel-safe: nothing is lost when it is dropped pending.
+                Some(wait) => match tokio::time::timeout(wait, read).await {
+                    Ok(n) => n?,
+                    Err(_idle) => {
+                        release_pages(&mut self.buf);
+                        self.buffer_released = true;
+                        self.idle_releases += 1;
+                        continue;
+                    }
+                },
+                None => read.await?,
+            };
             if n == 0 {
                 self.read_eof = true;
                 return self.eof_in_head();
             }
+            self.buffer_released = false;
             self.end += n;
         }
     }
@@ -983,6 +1019,25 @@ async fn write_all_vectored<S: AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// Gives the whole pages inside `buf` back to the kernel: they read as zeros afterwards and are
+/// faulted in again by the next write. The bytes are not needed (nothing is buffered).
+fn release_pages(buf: &mut [u8]) {
+    const PAGE: usize = 4096;
+    let start = buf.as_mut_ptr().align_offset(PAGE).min(buf.len());
+    let len = (buf.len() - start) / PAGE * PAGE;
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the range is whole pages inside `buf`, which this function borrows exclusively, so
+    // nothing else reads or writes them meanwhile; MADV_DONTNEED on private anonymous memory (the
+    // heap or an anonymous mapping, where the allocator put the buffer) only replaces their
+    // contents with zeros, which any `u8` may hold. It never unmaps, so the allocation stays valid.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::madvise(buf.as_mut_ptr().add(start).cast(), len, libc::MADV_DONTNEED) };
+    // Advice only: a refusal leaves the pages where they were.
+    let _ = rc;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1013,6 +1068,7 @@ mod tests {
                 ConnectionConfig {
                     read_buffer_size: 4096,
                     limits: Limits::default(),
+                    release_idle_buffer_after: None,
                 },
             );
             let body: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
@@ -1062,6 +1118,7 @@ mod tests {
                 ConnectionConfig {
                     read_buffer_size: 64 * 1024,
                     limits: Limits::default(),
+                    release_idle_buffer_after: None,
                 },
             );
             let body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();

@@ -32,6 +32,7 @@ fn config(read_buffer_size: usize) -> ConnectionConfig {
     ConnectionConfig {
         read_buffer_size,
         limits: Limits::default(),
+        release_idle_buffer_after: None,
     }
 }
 
@@ -212,6 +213,7 @@ async fn an_unread_small_body_is_drained_and_a_large_one_closes() {
             ConnectionConfig {
                 read_buffer_size: 1024,
                 limits,
+                release_idle_buffer_after: None,
             },
         );
         client
@@ -736,6 +738,7 @@ fn short_timeouts() -> ConnectionConfig {
             body_read_timeout: Some(Duration::from_millis(100)),
             ..Limits::default()
         },
+        release_idle_buffer_after: None,
     }
 }
 
@@ -795,6 +798,7 @@ async fn a_head_larger_than_the_read_buffer_grows_it_up_to_the_head_limit() {
                     max_head_bytes: 4096,
                     ..Limits::default()
                 },
+                release_idle_buffer_after: None,
             },
         );
         let mut head = RequestHead::new();
@@ -887,6 +891,76 @@ async fn read_body_into_small_slices_copies_buffered_payload() {
         assert!(got == body);
         assert_eq!(conn.body_received(), 10_000);
         assert!(conn.is_reusable());
+    })
+    .await;
+}
+
+/// Reads the current body to its end.
+async fn whole_body<S: AsyncRead + AsyncWrite + Unpin>(conn: &mut HttpConnection<S>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut slice = vec![0u8; 16 * 1024];
+    loop {
+        let n = conn.read_body(&mut slice).await.unwrap();
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&slice[..n]);
+    }
+}
+
+/// A server connection that waits for its next head with nothing buffered gives its read buffer's
+/// pages back once, after the configured wait, and reads the request that comes later whole; one
+/// that is busy never does.
+#[tokio::test]
+async fn an_idle_connection_gives_its_read_buffer_back_once_and_reads_on() {
+    bounded(async {
+        let (mut client, server) = duplex(1 << 20);
+        let mut conn = HttpConnection::with_config(
+            server,
+            ConnectionConfig {
+                release_idle_buffer_after: Some(Duration::from_millis(50)),
+                ..config(64 * 1024)
+            },
+        );
+        let body = pattern(48 * 1024);
+        let request = |path: &str| {
+            let mut bytes = format!(
+                "PUT {path} HTTP/1.1\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            bytes.extend_from_slice(&body);
+            bytes
+        };
+        // Busy: the request is there before the head is read.
+        client.write_all(&request("/busy")).await.unwrap();
+        let mut head = RequestHead::new();
+        assert!(conn.read_request_head(&mut head).await.unwrap());
+        assert!(whole_body(&mut conn).await == body);
+        assert_eq!(
+            conn.idle_releases(),
+            0,
+            "a busy connection keeps its buffer"
+        );
+
+        // Idle: the next request comes well after the wait.
+        let late = request("/late");
+        let send_late = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            client.write_all(&late).await.unwrap();
+        };
+        let (read, ()) = tokio::join!(conn.read_request_head(&mut head), send_late);
+        assert!(read.unwrap());
+        assert_eq!(head.target(), "/late");
+        assert_eq!(
+            conn.idle_releases(),
+            1,
+            "given back once, not on every wait"
+        );
+        assert!(
+            whole_body(&mut conn).await == body,
+            "the body read into the given-back pages is whole"
+        );
     })
     .await;
 }
