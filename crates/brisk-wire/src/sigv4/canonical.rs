@@ -123,8 +123,8 @@ pub(crate) fn is_token(name: &str) -> bool {
 /// One signed header: its lower-case name and its values in request order.
 #[derive(Debug)]
 pub(crate) struct HeaderGroup<'a> {
-    /// Borrowed from the request when it is lower-case already (a verified `SignedHeaders` list),
-    /// lower-cased into a copy when signing.
+    /// Borrowed from the request when it is lower-case already (a verified `SignedHeaders` list, or
+    /// the lower-case names brisk sends), lower-cased into a copy otherwise.
     pub name: Cow<'a, str>,
     pub values: HeaderValues<'a>,
 }
@@ -175,7 +175,7 @@ impl<'a> FromIterator<&'a [u8]> for HeaderValues<'a> {
 pub(crate) fn group_headers<'a>(
     headers: impl Iterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<Vec<HeaderGroup<'a>>, SigningError> {
-    let mut flat: Vec<(String, &'a [u8])> = Vec::new();
+    let mut flat: Vec<(Cow<'a, str>, &'a [u8])> = Vec::with_capacity(headers.size_hint().0);
     for (name, value) in headers {
         if !is_token(name) {
             return Err(SigningError::InvalidHeaderName { name: name.into() });
@@ -183,7 +183,13 @@ pub(crate) fn group_headers<'a>(
         if value.iter().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
             return Err(SigningError::InvalidHeaderValue { name: name.into() });
         }
-        flat.push((name.to_ascii_lowercase(), value));
+        // brisk's own requests name their headers in lower case: borrowed, no copy per header.
+        let name = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            Cow::Owned(name.to_ascii_lowercase())
+        } else {
+            Cow::Borrowed(name)
+        };
+        flat.push((name, value));
     }
     // Stable: repeated headers keep their wire order, which the joined value depends on.
     flat.sort_by(|a, b| a.0.cmp(&b.0));
@@ -192,7 +198,7 @@ pub(crate) fn group_headers<'a>(
         match groups.last_mut() {
             Some(g) if g.name == name => g.values.push(value),
             _ => groups.push(HeaderGroup {
-                name: Cow::Owned(name),
+                name,
                 values: HeaderValues::one(value),
             }),
         }
@@ -328,6 +334,23 @@ mod tests {
             "GET\n/\n\ncontent-type:t\nhost:h\nx-amz-meta-a:2,1\n\n\
              content-type;host;x-amz-meta-a\nUNSIGNED-PAYLOAD"
         );
+    }
+
+    #[test]
+    fn lower_case_names_are_borrowed_and_mixed_case_ones_lowered_alike() {
+        let lower: [(&str, &[u8]); 2] = [("x-amz-date", b"d"), ("host", b"h")];
+        let mixed: [(&str, &[u8]); 2] = [("X-Amz-Date", b"d"), ("Host", b"h")];
+        let borrowed = group_headers(lower.iter().copied()).unwrap();
+        assert!(
+            borrowed.iter().all(|g| matches!(g.name, Cow::Borrowed(_))),
+            "no copy of a name already in lower case"
+        );
+        let owned = group_headers(mixed.iter().copied()).unwrap();
+        assert!(owned.iter().all(|g| matches!(g.name, Cow::Owned(_))));
+        let text = |groups: &[HeaderGroup<'_>]| {
+            CanonicalRequest::build("GET", "/", "", groups, "UNSIGNED-PAYLOAD").to_text()
+        };
+        assert_eq!(text(&borrowed), text(&owned));
     }
 
     #[test]
