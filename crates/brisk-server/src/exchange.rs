@@ -7,17 +7,15 @@ use brisk_wire::S3ErrorCode;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use brisk_wire::http::{Headers, HttpError, ResponseHead, canonical_reason};
 use brisk_wire::xml::{ErrorDocument, XmlDocument};
-use memmap2::MmapMut;
 use tokio::io::{AsyncWriteExt, Interest};
 
 use crate::body::Connection;
 use crate::error::S3Error;
-use crate::scratch::ScratchPool;
+use crate::scratch::{Scratch, ScratchPool};
 use crate::store::ObjectBody;
 
 /// Initial capacity of the XML body buffer: a listing page of 1,000 keys is 200–400 KiB, most
@@ -40,8 +38,8 @@ pub struct Exchange {
     /// Bounce buffer of the read+write fallback, of part copies that must be hashed and of durable
     /// bodies' stages: lent by the server's pool on first use in a request and given back when the
     /// request ends ([`release_scratch`](Self::release_scratch)), so an idle connection holds none.
-    scratch: Option<MmapMut>,
-    pool: Arc<ScratchPool>,
+    scratch: Option<Scratch>,
+    pool: ScratchPool,
     /// Whether the current response's head went out (an error can then no longer be reported).
     pub response_started: bool,
     /// Whether the connection must end after this response.
@@ -50,7 +48,7 @@ pub struct Exchange {
 }
 
 impl Exchange {
-    pub fn new(conn: Connection, pool: Arc<ScratchPool>, write_timeout: Duration) -> Self {
+    pub fn new(conn: Connection, pool: ScratchPool, write_timeout: Duration) -> Self {
         Self {
             conn,
             response: ResponseHead::new(),
@@ -254,7 +252,8 @@ impl Exchange {
     async fn copy_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), S3Error> {
         let mut file = file;
         file.seek(SeekFrom::Start(offset))?;
-        let mut scratch = self.take_scratch()?;
+        let mut lent = self.take_scratch()?;
+        let scratch = self.pool.slice(&mut lent);
         let mut left = len;
         let copied = async {
             while left > 0 {
@@ -275,40 +274,38 @@ impl Exchange {
             Ok(())
         }
         .await;
-        self.put_scratch(scratch);
+        self.put_scratch(lent);
         copied?;
         // A TLS stream may hold the last record until flushed.
         within(self.write_timeout, self.conn.get_mut().flush()).await
     }
 
     /// The scratch buffer moved out, for use beside `conn` (give it back with
-    /// [`put_scratch`](Self::put_scratch)): the read buffer's size and two
-    /// [`ALIGN`](crate::direct::ALIGN) blocks, so
-    /// that an aligned stage of the read buffer's size and one block more fits in it (see
-    /// `direct.rs`). Lent by the server's pool if this request has none yet.
-    pub fn take_scratch(&mut self) -> io::Result<MmapMut> {
+    /// [`put_scratch`](Self::put_scratch); [`scratch_slice`](Self::scratch_slice) is the part to
+    /// use): lent by the server's pool if this request has none yet.
+    pub fn take_scratch(&mut self) -> io::Result<Scratch> {
         match self.scratch.take() {
             Some(scratch) => Ok(scratch),
             None => self.pool.take(),
         }
     }
 
+    /// The part of a lent scratch buffer to use: the read buffer's size and one
+    /// [`ALIGN`](crate::direct::ALIGN) block, page-aligned, so an aligned stage of that size fits
+    /// (see `direct.rs`).
+    pub fn scratch_slice<'a>(&self, scratch: &'a mut Scratch) -> &'a mut [u8] {
+        self.pool.slice(scratch)
+    }
+
     /// Returns the buffer [`take_scratch`](Self::take_scratch) lent, for the rest of the request.
-    pub fn put_scratch(&mut self, scratch: MmapMut) {
+    pub fn put_scratch(&mut self, scratch: Scratch) {
         self.scratch = Some(scratch);
     }
 
     /// Gives the scratch buffer back to the server's pool: the request that used it has ended.
+    /// (Dropping the exchange gives it back too.)
     pub fn release_scratch(&mut self) {
-        if let Some(scratch) = self.scratch.take() {
-            self.pool.give(scratch);
-        }
-    }
-}
-
-impl Drop for Exchange {
-    fn drop(&mut self) {
-        self.release_scratch();
+        self.scratch = None;
     }
 }
 

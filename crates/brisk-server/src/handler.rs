@@ -469,7 +469,11 @@ async fn receive_into_file(
     } else {
         None
     };
-    let mut writer = BodyWriter::new(file, scratch.as_deref_mut().unwrap_or_default(), direct);
+    let stage = match &mut scratch {
+        Some(lent) => x.scratch_slice(lent),
+        None => &mut [],
+    };
+    let mut writer = BodyWriter::new(file, stage, direct);
     let received = if writer.is_staged() && decoder.is_none() {
         body::read_body_staged(&mut x.conn, &mut writer, MAX_PUT_SIZE, |data| {
             digests.update(data)
@@ -839,7 +843,7 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
         .map(|a| brisk_wire::checksum::Checksummer::new(wire_algorithm(a)));
     let mut lent = x.take_scratch()?;
     let etag = {
-        let scratch = &mut lent[..];
+        let scratch = x.scratch_slice(&mut lent);
         blocking(|| -> Result<String, S3Error> {
             source.seek(SeekFrom::Start(span.start))?;
             let mut md5 = brisk_wire::checksum::Md5::new();

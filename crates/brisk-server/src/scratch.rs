@@ -1,35 +1,36 @@
-//! The scratch buffers of the requests that need one, lent by one pool per server for the request
-//! and given back when it ends, so that an idle connection holds none.
+//! The scratch buffers of the requests that need one, lent for the request from a private
+//! [`BufferPool`] per server and given back when it ends, so that an idle connection holds none.
 //!
 //! A durable PUT body of a read buffer or more is staged in one (`direct.rs`), a part copy hashes
 //! through one, and a GET over TLS (no `sendfile`) reads the file through one: a read buffer's size
-//! and two 4 KiB blocks, 264 KiB by default. Each connection kept its own after its first such
-//! request, so a server with many keep-alive connections held 264 KiB per connection that had
+//! and one 4 KiB block, 260 KiB by default. Each connection kept its own after its first such
+//! request, so a server with many keep-alive connections held that much per connection that had
 //! ever uploaded: 16.5 MiB of the 64-client soak's resident set, for connections mostly idle.
 //!
-//! Buffers are anonymous mappings, so one the pool does not keep goes back to the kernel when it
-//! is dropped (glibc keeps freed blocks of this size in its heap once its mmap threshold has risen
-//! past them), and page-aligned, as the direct writes need. The pool keeps a few for reuse
-//! ([`DEFAULT_KEPT`]): a request that finds one pays no mapping and no page faults.
+//! brisk-mem's pool blocks are anonymous mappings (page-aligned, as the direct writes need, and
+//! unmapped when the pool does not keep them) of a power-of-two size class, 512 KiB here; only the
+//! scratch length of a block is ever touched, so only that much becomes resident. The pool keeps
+//! [`DEFAULT_KEPT`] blocks for reuse: a request that finds one pays no mapping and no page faults.
 
-use std::io;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use brisk_mem::{BufferPool, MemoryBudget, PooledBlock};
 
-use memmap2::MmapMut;
+use crate::direct::ALIGN;
 
 /// Buffers kept for reuse once given back: as many as the requests that need one at once on a
 /// busy small server (uploads of four parts in flight, a copy, a TLS read); the rest are unmapped.
 pub const DEFAULT_KEPT: usize = 8;
 
 /// One server's scratch buffers.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ScratchPool {
-    size: usize,
-    most_kept: usize,
-    kept: Mutex<Vec<MmapMut>>,
-    lent: AtomicUsize,
+    blocks: BufferPool,
+    /// The bytes of a block a request uses.
+    len: usize,
 }
+
+/// A block lent to a request; [`ScratchPool::slice`] is the part it uses. Back to the pool when
+/// dropped.
+pub type Scratch = PooledBlock;
 
 /// What a [`ScratchPool`] holds now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,62 +39,44 @@ pub struct ScratchStats {
     pub lent: usize,
     /// Buffers kept for the next request that needs one.
     pub kept: usize,
-    /// Bytes of each buffer.
+    /// Bytes of each buffer a request uses.
     pub size: usize,
 }
 
 impl ScratchPool {
-    /// A pool of buffers of `size` bytes that keeps at most `most_kept` when they come back.
-    pub fn new(size: usize, most_kept: usize) -> Self {
+    /// Buffers for a server whose read buffer is `read_buffer_size` bytes and that serves at most
+    /// `max_connections` at once (each holds one at most, so the pool's budget never makes one
+    /// wait), keeping `most_kept` for reuse.
+    pub fn new(read_buffer_size: usize, max_connections: usize, most_kept: usize) -> Self {
+        // The stage of `direct.rs`: the read buffer and one block more, in a page-aligned block.
+        let len = read_buffer_size + ALIGN;
+        let block = BufferPool::block_size_for(len);
+        let budget = MemoryBudget::new(block * max_connections.max(1));
         Self {
-            size,
-            most_kept,
-            kept: Mutex::new(Vec::with_capacity(most_kept)),
-            lent: AtomicUsize::new(0),
+            blocks: BufferPool::with_retention(budget, block * most_kept),
+            len,
         }
     }
 
-    /// A buffer of the pool's size: a kept one, or a new mapping.
-    pub fn take(&self) -> io::Result<MmapMut> {
-        let reused = self.lock().pop();
-        let buf = match reused {
-            Some(buf) => buf,
-            None => MmapMut::map_anon(self.size)?,
-        };
-        self.lent.fetch_add(1, Ordering::Relaxed);
-        Ok(buf)
+    /// A buffer for this request: a kept one, or a new mapping.
+    pub fn take(&self) -> std::io::Result<Scratch> {
+        self.blocks.try_get(self.len).map_err(std::io::Error::other)
     }
 
-    /// Takes back a buffer [`take`](Self::take) lent; kept if fewer than the pool's limit are.
-    pub fn give(&self, buf: MmapMut) {
-        self.lent.fetch_sub(1, Ordering::Relaxed);
-        let unkept = {
-            let mut kept = self.lock();
-            if kept.len() < self.most_kept && buf.len() == self.size {
-                kept.push(buf);
-                None
-            } else {
-                Some(buf)
-            }
-        };
-        // Unmapped outside the lock.
-        drop(unkept);
+    /// The part of a lent block a request uses (the rest of its size class is never touched).
+    pub fn slice<'a>(&self, scratch: &'a mut Scratch) -> &'a mut [u8] {
+        &mut scratch[..self.len]
     }
 
     /// The counts, for tests and operators.
     pub fn stats(&self) -> ScratchStats {
+        let metrics = self.blocks.metrics();
+        let block = BufferPool::block_size_for(self.len);
         ScratchStats {
-            lent: self.lent.load(Ordering::Relaxed),
-            kept: self.lock().len(),
-            size: self.size,
+            lent: (metrics.reserved_bytes - metrics.pool_cached_bytes) / block,
+            kept: metrics.pool_cached_bytes / block,
+            size: self.len,
         }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<MmapMut>> {
-        // The list is only pushed to and popped from: a panic elsewhere leaves it whole.
-        self.kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -103,10 +86,10 @@ mod tests {
 
     #[test]
     fn buffers_come_back_and_only_the_limit_is_kept() {
-        let pool = ScratchPool::new(64 * 1024, 2);
-        let taken: Vec<MmapMut> = (0..5).map(|_| pool.take().unwrap()).collect();
-        for buf in &taken {
-            assert_eq!(buf.len(), 64 * 1024);
+        let pool = ScratchPool::new(64 * 1024, 16, 2);
+        let mut taken: Vec<Scratch> = (0..5).map(|_| pool.take().unwrap()).collect();
+        for buf in &mut taken {
+            assert_eq!(pool.slice(buf).len(), 64 * 1024 + ALIGN);
             assert_eq!(buf.as_ptr() as usize % 4096, 0, "page-aligned");
         }
         assert_eq!(
@@ -114,18 +97,15 @@ mod tests {
             ScratchStats {
                 lent: 5,
                 kept: 0,
-                size: 64 * 1024
+                size: 64 * 1024 + ALIGN
             }
         );
-        for buf in taken {
-            pool.give(buf);
-        }
+        drop(taken);
         let stats = pool.stats();
         assert_eq!((stats.lent, stats.kept), (0, 2));
         // A kept buffer is lent again before a new one is mapped.
         let mut again = pool.take().unwrap();
-        again[0] = 1;
+        pool.slice(&mut again)[0] = 1;
         assert_eq!((pool.stats().lent, pool.stats().kept), (1, 1));
-        pool.give(again);
     }
 }

@@ -59,7 +59,7 @@ pub struct Shared {
     pub config: ServerConfig,
     request_ids: RequestIds,
     /// The scratch buffers requests borrow (`scratch.rs`).
-    scratch: Arc<ScratchPool>,
+    scratch: ScratchPool,
 }
 
 /// Request ids: 16 hex digits, unique per process run (start time in the high bits, a counter in
@@ -146,10 +146,11 @@ impl Server {
             store,
             access_log: AccessLog::new(config.log_format),
             auth,
-            scratch: Arc::new(ScratchPool::new(
-                config.read_buffer_size + 2 * crate::direct::ALIGN,
+            scratch: ScratchPool::new(
+                config.read_buffer_size,
+                config.limits.max_connections,
                 scratch::DEFAULT_KEPT,
-            )),
+            ),
             config,
             request_ids: RequestIds::new(),
         });
@@ -311,7 +312,7 @@ async fn serve_connection(
         release_idle_buffer_after: Some(IDLE_BUFFER_RELEASE),
     };
     let conn = HttpConnection::with_config(stream, config);
-    let mut x = Exchange::new(conn, Arc::clone(&shared.scratch), limits.request_timeout);
+    let mut x = Exchange::new(conn, shared.scratch.clone(), limits.request_timeout);
     let mut head = RequestHead::new();
     // The bucket and key of the request being served, for its access log line (reused).
     let mut names = RequestNames::default();
