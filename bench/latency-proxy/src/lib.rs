@@ -117,25 +117,29 @@ async fn connection(
 /// body behind a head is better spliced; a longer head takes more than one look.
 const PEEK_SIZE: usize = 2 * 1024;
 
-/// Bytes the framer must see (a head, chunk framing), peeked at, taken from the socket as far as
-/// the framer used them and, unless they are part of a head still incomplete or complete (the
-/// caller writes a head when it is whole), written into the pipe; `None`: the end of the stream.
+/// Bytes the framer must see (a head, chunk framing): peeked at, taken from the socket as far as
+/// the framer used them, and written into the pipe (a head once it is whole; the framer holds its
+/// earlier parts). Returns the step and the bytes it put in the pipe; `None`: the end of the stream.
 async fn framed_step(
     from: &TcpStream,
     pipe: &Pipe,
     framer: &mut Framer,
     peeked: &mut [u8],
-) -> io::Result<Option<Step>> {
+) -> io::Result<Option<(Step, usize)>> {
     let got = pipe::peek(from, peeked).await?;
     if got == 0 {
         return Ok(None);
     }
     let step = framer.step(&peeked[..got])?;
     pipe::discard(from, step.used)?;
-    if !step.in_head {
-        pipe.write_all(&peeked[..step.used]).await?;
-    }
-    Ok(Some(step))
+    let written: &[u8] = match &step.head {
+        Some(head) => &head.bytes,
+        None if step.in_head => &[],
+        None => &peeked[..step.used],
+    };
+    pipe.write_all(written).await?;
+    let len = written.len();
+    Ok(Some((step, len)))
 }
 
 /// Client to server: each piece is stamped with its arrival at the server, and each request head
@@ -166,11 +170,10 @@ async fn read_requests(
         }
         let step = framed_step(from, pipe, &mut framer, &mut peeked).await?;
         let arrives = up.release(Instant::now());
-        let Some(step) = step else {
+        let Some((step, len)) = step else {
             let _ = line.send((arrives, None));
             return Ok(());
         };
-        let mut len = if step.in_head { 0 } else { step.used };
         if let Some(head) = step.head {
             counts.requests.fetch_add(1, Ordering::Relaxed);
             let is_head = head.method.as_deref() == Some("HEAD");
@@ -179,8 +182,6 @@ async fn read_requests(
                 arrived: arrives,
                 is_head,
             });
-            pipe.write_all(&head.bytes).await?;
-            len = head.bytes.len();
         }
         if len > 0 && line.send((arrives, Some(len))).is_err() {
             return Ok(());
@@ -217,27 +218,26 @@ async fn read_responses(
         }
         let step = framed_step(from, pipe, &mut framer, &mut peeked).await?;
         let read_at = Instant::now();
-        let Some(step) = step else {
+        let Some((step, len)) = step else {
             let at = down.release(read_at, true);
             let _ = line.send((at, None));
             return Ok(());
         };
-        let piece = if let Some(head) = step.head {
-            counts.responses.fetch_add(1, Ordering::Relaxed);
-            let interim = head.status.is_some_and(|s| s < 200);
-            let request = if interim { None } else { sent.try_recv().ok() };
-            down.begin(request.as_ref().map(|r| r.arrived));
-            let framing = response_framing(&head, request.as_ref().is_some_and(|r| r.is_head));
-            let ended = framer.begin_body(framing);
-            pipe.write_all(&head.bytes).await?;
-            Some((down.release(read_at, ended), head.bytes.len()))
-        } else if !step.in_head && step.used > 0 {
-            Some((down.release(read_at, step.ended), step.used))
-        } else {
-            None
+        let ended = match step.head {
+            Some(head) => {
+                counts.responses.fetch_add(1, Ordering::Relaxed);
+                let interim = head.status.is_some_and(|s| s < 200);
+                let request = if interim { None } else { sent.try_recv().ok() };
+                down.begin(request.as_ref().map(|r| r.arrived));
+                let answers_head = request.as_ref().is_some_and(|r| r.is_head);
+                framer.begin_body(response_framing(&head, answers_head))
+            }
+            None => step.ended,
         };
-        if let Some((at, len)) = piece
-            && line.send((at, Some(len))).is_err()
+        if len > 0
+            && line
+                .send((down.release(read_at, ended), Some(len)))
+                .is_err()
         {
             return Ok(());
         }

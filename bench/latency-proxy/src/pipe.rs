@@ -129,24 +129,13 @@ impl Pipe {
             from.readable().await?;
             let filled = from.try_io(Interest::READABLE, || {
                 match splice(from.as_raw_fd(), self.write.as_raw_fd(), most) {
-                    // 0 is the end of the stream, or no room in the pipe for the next piece (with
-                    // or without bytes waiting): only a look at the socket tells which.
-                    Ok(0) => match ended(from.as_raw_fd()) {
-                        Ok(true) => Ok(Filled::Bytes(0)),
-                        Ok(false) => Ok(Filled::PipeFull),
-                        Err(e) => Err(e),
-                    },
-                    Ok(n) => Ok(Filled::Bytes(n)),
-                    // EAGAIN: either the socket has nothing or the pipe has no room. Only the
-                    // first may clear the socket's readiness (try_io clears it on WouldBlock);
-                    // bytes that land after this check set it again.
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        if received_bytes(from.as_raw_fd())? > 0 {
-                            Ok(Filled::PipeFull)
-                        } else {
-                            Err(e)
-                        }
-                    }
+                    Ok(n) if n > 0 => Ok(Filled::Bytes(n)),
+                    // 0 or EAGAIN: the end of the stream, nothing yet, or no room in the pipe (with
+                    // the sender's side closed a full pipe gives 0): a look at the socket tells
+                    // which. Only "nothing yet" may clear the socket's readiness (try_io clears it
+                    // on WouldBlock); bytes that land after the look set it again.
+                    Ok(_) => Self::after_no_move(from),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Self::after_no_move(from),
                     Err(e) => Err(e),
                 }
             });
@@ -157,6 +146,15 @@ impl Pipe {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Why a splice from `from` moved nothing: its end (0 bytes), no room in the pipe (bytes
+    /// wait), or WouldBlock (nothing yet).
+    fn after_no_move(from: &TcpStream) -> io::Result<Filled> {
+        match peek_now(from.as_raw_fd(), &mut [0u8; 1])? {
+            0 => Ok(Filled::Bytes(0)),
+            _ => Ok(Filled::PipeFull),
         }
     }
 
@@ -224,23 +222,7 @@ impl Pipe {
 pub async fn peek(from: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         from.readable().await?;
-        match from.try_io(Interest::READABLE, || {
-            // SAFETY: receives into a live, writable slice of `buf.len()` bytes.
-            #[allow(unsafe_code)]
-            let n = unsafe {
-                libc::recv(
-                    from.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_PEEK | libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(n as usize)
-            }
-        }) {
+        match from.try_io(Interest::READABLE, || peek_now(from.as_raw_fd(), buf)) {
             Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => return Err(e),
@@ -308,37 +290,24 @@ fn splice(from: RawFd, to: RawFd, len: usize) -> io::Result<usize> {
     }
 }
 
-/// Whether the stream has ended: the socket reads as the end with nothing before it. `false`: bytes
-/// wait; WouldBlock: nothing yet.
-fn ended(fd: RawFd) -> io::Result<bool> {
-    let mut byte = 0u8;
-    // SAFETY: peeks at most one byte into a live local.
+/// Copies up to `buf.len()` bytes the socket has received into `buf` without taking them, now:
+/// 0 is the end of the stream, WouldBlock nothing yet.
+fn peek_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: receives into a live, writable slice of `buf.len()` bytes.
     #[allow(unsafe_code)]
     let n = unsafe {
         libc::recv(
             fd,
-            (&raw mut byte).cast(),
-            1,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
         )
     };
-    match n {
-        n if n < 0 => Err(io::Error::last_os_error()),
-        0 => Ok(true),
-        _ => Ok(false),
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
     }
-}
-
-/// Bytes waiting in a socket's receive queue.
-fn received_bytes(fd: RawFd) -> io::Result<usize> {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int through the pointer, which is to a live local.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(n.max(0) as usize)
 }
 
 #[cfg(test)]
