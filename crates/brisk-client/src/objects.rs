@@ -646,7 +646,8 @@ impl Client {
         }
         let signed = self.signs_payload(options.payload_signing);
         let sums = known.unwrap_or_else(|| PartSums::of(options.checksum, body, signed));
-        let checksum = sums.checksum.clone();
+        let payload = sums.payload_hash(signed, body);
+        let checksum = sums.checksum;
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
             .header(options.checksum.algorithm().header_name(), checksum.clone());
         if let Some(ct) = &options.content_type {
@@ -655,7 +656,7 @@ impl Client {
         if options.if_none_match_any {
             spec = spec.header("if-none-match", "*");
         }
-        spec.payload = sums.payload_hash(signed, body);
+        spec.payload = payload;
         spec.body = body;
         let response = self.send(&spec).await?;
         let etag = response.header("etag").map(str::to_owned);
