@@ -10,7 +10,8 @@
 //!   back: concurrency is queue depth over few sockets, never an unbounded fan-out.
 //! - **Freshness**: the most recently returned connection is reused first (LIFO), the one least likely
 //!   to have been closed by the server; connections idle longer than [`MAX_IDLE_TIME`] are dropped,
-//!   and a connection the peer has closed is noticed without blocking before it is used.
+//!   and a connection the peer has closed is noticed without blocking before it is used (when it
+//!   sat idle at least [`PROBE_AFTER_IDLE`]; sooner, a dead one fails its attempt and is replaced).
 //! - **Transport**: [`Transport`] is the stream under [`HttpConnection`]: plain TCP, or rustls over
 //!   TCP for `https://` endpoints (the handshake counts against the connect timeout).
 
@@ -38,6 +39,14 @@ use crate::metrics::Counters;
 /// moment fails the request, so the client gives up on them first.
 pub const MAX_IDLE_TIME: Duration = Duration::from_secs(20);
 
+/// How long a connection must have sat idle before it is probed for a close by the peer: 100 ms.
+/// The probe is a system call (a one-byte `MSG_PEEK` that finds nothing), and a batch that sends
+/// its next request as soon as a response ends would make it once per request to learn what a
+/// server closing keep-alive connections after seconds almost never does within microseconds. A
+/// connection reused sooner than this and found dead anyway costs one failed attempt, which is
+/// retried on a new connection (a stale reuse).
+pub const PROBE_AFTER_IDLE: Duration = Duration::from_millis(100);
+
 /// The byte stream under an HTTP connection.
 #[derive(Debug)]
 pub enum Transport {
@@ -64,6 +73,24 @@ impl Transport {
             // Over TLS the server may send session tickets or a close_notify at any time; which it
             // was shows only when the connection is used, where a dead one is replaced at once.
             Poll::Ready(Ok(_)) => !tls,
+        }
+    }
+}
+
+impl Transport {
+    /// Forgets, without a system call, that the socket was last seen readable. Readiness is
+    /// edge-triggered and cleared only by a read that finds nothing, so after a response read to
+    /// its exact end the first read of the next response would be such a read: one futile system
+    /// call per request (the probe above was it when it ran). Called only before a request is
+    /// sent on a connection with no response outstanding, when nothing more is expected: the
+    /// answer's arrival is a new edge. A close that came earlier is seen when the request meets
+    /// it (the peer resets), and is then a stale reuse. Over TLS, rustls may hold decrypted bytes
+    /// and the readiness is left alone.
+    fn forget_read_readiness(&self) {
+        if let Self::Tcp(stream) = self {
+            let _ = stream.try_io(tokio::io::Interest::READABLE, || {
+                Err::<(), _>(io::ErrorKind::WouldBlock.into())
+            });
         }
     }
 }
@@ -242,7 +269,13 @@ impl ConnectionPool {
     fn take_idle(&self, slot: &HostSlot) -> Option<IdleConnection> {
         let mut idle = slot.idle.lock().expect("pool lock poisoned");
         while let Some(candidate) = idle.pop() {
-            if candidate.since.elapsed() < MAX_IDLE_TIME && !candidate.conn.get_ref().peer_gone() {
+            let idle_for = candidate.since.elapsed();
+            let transport = candidate.conn.get_ref();
+            if idle_for < PROBE_AFTER_IDLE {
+                transport.forget_read_readiness();
+                return Some(candidate);
+            }
+            if idle_for < MAX_IDLE_TIME && !transport.peer_gone() {
                 return Some(candidate);
             }
             Counters::add(&self.counters.connections_discarded);

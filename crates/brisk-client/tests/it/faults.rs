@@ -303,11 +303,38 @@ async fn a_keep_alive_connection_closed_by_the_server_is_replaced() {
         let c = client(&endpoint, RetryPolicy::none(), LIMIT);
         for _ in 0..3 {
             assert_eq!(&c.get_bytes("bucket", "key").await.unwrap()[..], b"ok");
-            // Give the server's close time to arrive, as it would between real requests.
+            // Idle long enough to be probed before reuse, as between requests seconds apart.
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        let m = c.metrics();
+        // Each closed connection was noticed before use: no request was sent on one.
+        assert_eq!(m.connections_opened, 3, "{m:?}");
+        assert_eq!(m.connections_discarded, 2, "{m:?}");
+        assert_eq!(m.requests_sent, 3, "{m:?}");
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_connection_closed_right_after_its_answer_fails_one_attempt_and_is_replaced() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::RespondAndClose {
+            status: 200,
+            body: b"ok".to_vec(),
+        }))
+        .await;
+        // No retries: the replacement of a dead reused connection is not one.
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        for _ in 0..3 {
+            assert_eq!(&c.get_bytes("bucket", "key").await.unwrap()[..], b"ok");
+            // The close has arrived, but a connection this recently used is not probed.
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let m = c.metrics();
         assert_eq!(m.connections_opened, 3, "{m:?}");
+        assert_eq!(m.connections_discarded, 0, "{m:?}");
+        assert_eq!(m.connections_reused, 2, "{m:?}");
         assert_eq!(seen.lock().unwrap().len(), 3);
     })
     .await;
