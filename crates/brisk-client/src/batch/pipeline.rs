@@ -43,6 +43,7 @@ pub(crate) async fn run_lane(scheduler: Arc<Scheduler>) {
     let mut lane = Lane {
         scheduler,
         target,
+        key_target: None,
         conn: None,
         to_send: VecDeque::with_capacity(MAX_PIPELINE_DEPTH),
         ready: VecDeque::with_capacity(MAX_PIPELINE_DEPTH),
@@ -59,6 +60,9 @@ struct Lane {
     scheduler: Arc<Scheduler>,
     /// The bucket's host (the pool's key) and port.
     target: Target,
+    /// The last key's request target: a batch reads many ranges of few objects, and building a
+    /// target (encoded path, host header) made five allocations per request.
+    key_target: Option<(Arc<str>, Target)>,
     conn: Option<PooledConnection>,
     /// Taken from the queue, destinations not all there yet.
     to_send: VecDeque<Work>,
@@ -177,8 +181,16 @@ impl Lane {
                 .header("range", range);
             // Azure returns the MD5 of a range up to 4 MiB: checked when the range lands.
             (spec, _) = ask_range_md5(spec, dialect.azure().is_some(), work.end() - work.start());
-            let target = scheduler.client.target(spec.bucket, spec.key);
-            let head = match dialect.head(&spec, &target, SystemTime::now()) {
+            if self
+                .key_target
+                .as_ref()
+                .is_none_or(|(key, _)| key != work.key())
+            {
+                let target = scheduler.client.target(spec.bucket, spec.key);
+                self.key_target = Some((Arc::clone(work.key()), target));
+            }
+            let (_, target) = self.key_target.as_ref().expect("set just above");
+            let head = match dialect.head(&spec, target, SystemTime::now()) {
                 Ok(head) => head,
                 Err(e) => {
                     scheduler.fail(work, e);

@@ -102,6 +102,7 @@ impl RequestHead {
             });
         }
         self.clear();
+        self.line.reserve(method.len() + target.len());
         self.line.push_str(method);
         self.line.push_str(target);
         self.method_len = method.len();

@@ -47,6 +47,15 @@ impl Headers {
         self.entries.clear();
     }
 
+    /// Makes room for `count` more fields with `name_bytes` of names and `value_bytes` of values,
+    /// so that a head whose size is known ahead is built in one allocation per buffer instead of
+    /// growing through several.
+    pub fn reserve(&mut self, count: usize, name_bytes: usize, value_bytes: usize) {
+        self.entries.reserve(count);
+        self.names.reserve(name_bytes);
+        self.values.reserve(value_bytes);
+    }
+
     /// Number of fields (a repeated name counts once per line).
     pub fn len(&self) -> usize {
         self.entries.len()

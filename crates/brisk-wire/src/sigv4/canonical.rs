@@ -82,6 +82,10 @@ pub fn canonical_query_string(raw_query: &str, skip: Option<&str>) -> String {
         canonical_query_component(value, &mut v);
         pairs.push((n, v));
     }
+    if pairs.is_empty() {
+        // The usual GET or PUT of an object: no query, and no allocation for it.
+        return String::new();
+    }
     pairs.sort_unstable();
     let mut out = String::with_capacity(raw_query.len() + 16);
     for (i, (n, v)) in pairs.iter().enumerate() {

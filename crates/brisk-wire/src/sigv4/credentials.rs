@@ -19,6 +19,9 @@ pub struct SigningKey {
     date: [u8; 8],
     region: Box<str>,
     service: Box<str>,
+    /// `YYYYMMDD/region/service/aws4_request`, made once with the key: every signature's string
+    /// to sign and every `Authorization` header carries it.
+    scope: Box<str>,
 }
 
 impl SigningKey {
@@ -34,11 +37,16 @@ impl SigningKey {
         let mut d = [0u8; 8];
         let n = date.len().min(8);
         d[..n].copy_from_slice(&date.as_bytes()[..n]);
+        let scope = format!(
+            "{}/{region}/{service}/{SCOPE_TERMINATOR}",
+            std::str::from_utf8(&d).unwrap_or("")
+        );
         Self {
             key,
             date: d,
             region: region.into(),
             service: service.into(),
+            scope: scope.into(),
         }
     }
 
@@ -48,13 +56,8 @@ impl SigningKey {
     }
 
     /// `YYYYMMDD/region/service/aws4_request`.
-    pub fn scope(&self) -> String {
-        format!(
-            "{}/{}/{}/{SCOPE_TERMINATOR}",
-            self.date_str(),
-            self.region,
-            self.service
-        )
+    pub fn scope(&self) -> &str {
+        &self.scope
     }
 
     fn date_str(&self) -> &str {

@@ -73,7 +73,8 @@ impl Signer {
             .map(|g| g.name.as_ref())
             .collect::<Vec<_>>()
             .join(";");
-        let (key, scope) = self.key_and_scope(&time);
+        let key = self.signing_key(&time);
+        let scope = key.scope();
         let credential = format!("{}/{scope}", self.credentials().access_key_id());
 
         let mut query = String::with_capacity(request.query.len() + 400);
@@ -95,7 +96,7 @@ impl Signer {
             &groups,
             UNSIGNED_PAYLOAD,
         );
-        let sts = string_to_sign(&time, &scope, &canonical.bytes);
+        let sts = string_to_sign(&time, scope, &canonical.bytes);
         let sig = signature(&key, &sts);
         push_param(&mut query, X_AMZ_SIGNATURE, &hex::encode(sig));
         Ok(PresignedQuery {

@@ -1,6 +1,7 @@
 //! Header signing: the `Authorization: AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...`
 //! request, with `x-amz-date`, `x-amz-content-sha256` and (temporary credentials) `x-amz-security-token`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::canonical::{CanonicalRequest, SignableRequest, group_headers};
@@ -109,13 +110,10 @@ impl Signer {
         &self.credentials
     }
 
-    /// The cached signing key for the date of `time`, and the credential scope string.
-    pub(crate) fn key_and_scope(&self, time: &AmzDate) -> (Arc<SigningKey>, String) {
-        let key = self
-            .credentials
-            .signing_key(time.date_str(), &self.region, &self.service);
-        let scope = key.scope();
-        (key, scope)
+    /// The cached signing key for the date of `time` (its scope string with it).
+    pub(crate) fn signing_key(&self, time: &AmzDate) -> Arc<SigningKey> {
+        self.credentials
+            .signing_key(time.date_str(), &self.region, &self.service)
     }
 
     /// Signs `request` at `time`. Every header of `request` is signed, plus the `x-amz-date`,
@@ -152,15 +150,26 @@ impl Signer {
             &groups,
             &content_sha256,
         );
-        let (key, scope) = self.key_and_scope(&time);
-        let sts = string_to_sign(&time, &scope, &canonical.bytes);
+        let key = self.signing_key(&time);
+        let scope = key.scope();
+        let sts = string_to_sign(&time, scope, &canonical.bytes);
         let sig = signature(&key, &sts);
-        let authorization = format!(
-            "{ALGORITHM} Credential={}/{scope}, SignedHeaders={}, Signature={}",
-            self.credentials.access_key_id(),
-            canonical.signed_headers,
-            hex::encode(sig)
-        );
+        let sig_hex = hex32(&sig);
+        let access_key_id = self.credentials.access_key_id();
+        let parts = [
+            ALGORITHM,
+            " Credential=",
+            access_key_id,
+            "/",
+            scope,
+            ", SignedHeaders=",
+            &canonical.signed_headers,
+            ", Signature=",
+            std::str::from_utf8(&sig_hex).expect("hex is ASCII"),
+        ];
+        // One allocation of the exact length: `format!` grew it in several.
+        let mut authorization = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        parts.iter().for_each(|p| authorization.push_str(p));
         Ok(SignedRequest {
             authorization,
             amz_date: time,
@@ -168,7 +177,7 @@ impl Signer {
             security_token: self.credentials.session_token().map(str::to_owned),
             signature: sig,
             key,
-            canonical_request: canonical.to_text(),
+            canonical_request: canonical.bytes,
             string_to_sign: sts,
         })
     }
@@ -189,7 +198,8 @@ pub struct SignedRequest {
     /// The request's signature: the seed of an aws-chunked signature chain.
     pub signature: [u8; 32],
     key: Arc<SigningKey>,
-    canonical_request: String,
+    /// Kept as built (text is made only when asked for, which a client rarely does).
+    canonical_request: Vec<u8>,
     string_to_sign: String,
 }
 
@@ -215,9 +225,10 @@ impl SignedRequest {
         hex::encode(self.signature)
     }
 
-    /// The canonical request that was signed (for debugging signature mismatches).
-    pub fn canonical_request(&self) -> &str {
-        &self.canonical_request
+    /// The canonical request that was signed (for debugging signature mismatches; a header value
+    /// that is not UTF-8 shows with replacement characters).
+    pub fn canonical_request(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(&self.canonical_request)
     }
 
     /// The string to sign that was signed.

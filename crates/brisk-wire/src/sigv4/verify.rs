@@ -511,8 +511,7 @@ impl<P: CredentialsProvider> Verifier<P> {
             &payload_text,
         );
         let key = credentials.signing_key(scope.date, scope.region, scope.service);
-        let key_scope = key.scope();
-        let sts = string_to_sign(&claim.date, &key_scope, &canonical.bytes);
+        let sts = string_to_sign(&claim.date, key.scope(), &canonical.bytes);
         let computed = signature(&key, &sts);
         if !constant_time_eq(&computed, &claim.signature) {
             return Err(AuthError::SignatureDoesNotMatch {

@@ -87,7 +87,7 @@ fn brisk_sign(case: &Case) -> (String, String) {
     match case.kind {
         Kind::Header => {
             let s = signer.sign(&request, case.payload, case.time).unwrap();
-            (s.signature_hex(), s.canonical_request().to_owned())
+            (s.signature_hex(), s.canonical_request().into_owned())
         }
         Kind::Presign => {
             let p = signer
