@@ -671,6 +671,9 @@ impl Client {
     /// checksums, and composite checksums of parts of unequal size, are not checked (the `debug`
     /// event says so). An object of at most one part whose size the caller gave
     /// ([`TransferOptions::known_size`]) is one GET checked as [`Client::get_bytes`] checks it.
+    ///
+    /// A `path` that exists and is not a regular file (`/dev/null`, a named pipe) is not replaced:
+    /// the object is streamed into it front to back, its stored checksum checked at the end.
     pub async fn download(
         &self,
         bucket: &str,
@@ -679,6 +682,9 @@ impl Client {
         options: TransferOptions,
     ) -> Result<u64> {
         options.check(false)?;
+        if is_special_file(path) {
+            return self.download_in_place(bucket, key, path, &options).await;
+        }
         if options
             .known_size
             .is_some_and(|size| size <= options.part_size as u64)
@@ -738,6 +744,53 @@ impl Client {
             temp.persist(path)?;
             return Ok(size);
         }
+    }
+
+    /// [`download`](Self::download) to a destination that exists and is not a regular file
+    /// (`/dev/null`, a named pipe, a terminal): the object is streamed into it front to back, as
+    /// `cat` would, through one pooled block of at most the part size. A temporary file renamed
+    /// over it would replace the device or pipe with a plain file (or, without the right to
+    /// write beside it, fail). The stored checksum is verified as the stream ends
+    /// ([`Client::get_stream`]); what was written before a failure stays written.
+    async fn download_in_place(
+        &self,
+        bucket: &str,
+        key: &str,
+        path: &Path,
+        options: &TransferOptions,
+    ) -> Result<u64> {
+        use tokio::io::AsyncWriteExt;
+        let mut object = self.get_stream(bucket, key).await?;
+        let len = options.part_size.clamp(1, MAX_BLOCK_SIZE);
+        let mut block = self.buffer_pool().get(len).await.map_err(Error::Memory)?;
+        // Opening a named pipe waits for its reader: on the blocking pool.
+        let target = path.to_owned();
+        let file = tokio::task::spawn_blocking(move || {
+            std::fs::OpenOptions::new().write(true).open(target)
+        })
+        .await
+        .map_err(|e| Error::UnexpectedResponse {
+            what: format!("file open task failed: {e}"),
+        })?
+        .map_err(|e| file_error(path, "opening", e))?;
+        let mut out = tokio::fs::File::from_std(file);
+        let buf = &mut block.unfilled_mut()[..len];
+        let mut written = 0u64;
+        loop {
+            let n = object.read(buf).await?;
+            if n == 0 {
+                break;
+            }
+            out.write_all(&buf[..n])
+                .await
+                .map_err(|e| file_error(path, "writing", e))?;
+            written += n as u64;
+            options.count(n as u64);
+        }
+        out.flush()
+            .await
+            .map_err(|e| file_error(path, "writing", e))?;
+        Ok(written)
     }
 
     /// [`download`](Self::download) of an object known to fit in one part: one GET into an exact
@@ -1820,6 +1873,13 @@ async fn read_part_summed(
     })?;
     let sums = result.map_err(|e| file_error(path, "reading", e))?;
     Ok((block, sums))
+}
+
+/// Whether `path` exists and is neither a regular file nor a directory (following symbolic
+/// links): a device such as `/dev/null`, a named pipe, a socket. Such a destination is written in
+/// place, never replaced.
+fn is_special_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// A download's temporary file, removed when this is dropped unless it was renamed into place:

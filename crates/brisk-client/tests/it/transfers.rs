@@ -66,6 +66,52 @@ async fn multipart_upload_then_parallel_download() {
 /// one left asks for the rest of the object in one GET (which depends on what the windows
 /// measure; the first round makes one stream win only at twice the rate, so that its streams come
 /// back). Every byte lands once, checked against the object's CRC rebuilt from its parts.
+/// A destination that is not a regular file (here a named pipe; `/dev/null` is another) is
+/// written in place, front to back: a temporary file renamed over it would replace it.
+#[tokio::test]
+async fn a_download_into_a_named_pipe_streams_into_it_and_leaves_it_a_pipe() {
+    use std::os::unix::fs::FileTypeExt;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "transfer-fifo").await;
+        let dir = tempfile::tempdir().unwrap();
+        let (source, body) = pattern_file(dir.path(), 11 * MIB + 777, 5);
+        let options = TransferOptions {
+            part_size: 5 * MIB,
+            ..TransferOptions::default()
+        };
+        c.upload(&bucket, "object", &source, options.clone())
+            .await
+            .unwrap();
+        std::fs::remove_file(&source).unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let received = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(received.clone()),
+            ..options
+        };
+        let size = c.download(&bucket, "object", &fifo, options).await.unwrap();
+        // Checked before the reader is waited for: over a replaced pipe it would wait forever.
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "{kind:?}");
+        assert_eq!(entries(dir.path()), ["pipe"]);
+        assert_eq!(size, body.len() as u64);
+        assert_eq!(received.bytes(), size);
+        let read = reader.join().unwrap();
+        assert!(read == body, "{} bytes read of {}", read.len(), body.len());
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_download_that_measures_its_streams_lands_every_byte_once() {
     bounded(STEP, async {
