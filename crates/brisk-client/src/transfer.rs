@@ -238,6 +238,10 @@ impl Client {
     /// Uploads the file at `path` to `bucket`/`key`: one PUT if it fits in one part, else a multipart
     /// upload with up to `parts_in_flight` parts in flight, each from a pooled block. On failure the
     /// multipart upload is aborted.
+    ///
+    /// A `path` that is not a regular file (a named pipe such as `/dev/stdin` or a shell's
+    /// `<(command)`, a device) has no size to plan parts from and cannot be read at offsets: it is
+    /// read front to back to its end, as [`Client::upload_reader`] reads a stream.
     pub async fn upload(
         &self,
         bucket: &str,
@@ -248,6 +252,9 @@ impl Client {
         check_bucket(bucket)?;
         check_key(key)?;
         options.check(true)?;
+        if is_special_file(path) {
+            return self.upload_in_order(bucket, key, path, options).await;
+        }
         let options = self.with_dialect_checksum(options);
         let file = std::fs::File::open(path).map_err(|e| file_error(path, "opening", e))?;
         let size = file
@@ -744,6 +751,28 @@ impl Client {
             temp.persist(path)?;
             return Ok(size);
         }
+    }
+
+    /// [`upload`](Self::upload) of a source that is not a regular file: its size reads as 0 and it
+    /// cannot be read at offsets, so planning parts from the size uploaded an empty object and said
+    /// it had succeeded. It is streamed instead, as `upload_reader` streams stdin.
+    async fn upload_in_order(
+        &self,
+        bucket: &str,
+        key: &str,
+        path: &Path,
+        options: TransferOptions,
+    ) -> Result<UploadResult> {
+        // Opening a named pipe waits for its writer: on the blocking pool.
+        let source = path.to_owned();
+        let file = tokio::task::spawn_blocking(move || std::fs::File::open(source))
+            .await
+            .map_err(|e| Error::UnexpectedResponse {
+                what: format!("file open task failed: {e}"),
+            })?
+            .map_err(|e| file_error(path, "opening", e))?;
+        let mut reader = tokio::fs::File::from_std(file);
+        self.upload_reader(bucket, key, &mut reader, options).await
     }
 
     /// [`download`](Self::download) to a destination that exists and is not a regular file

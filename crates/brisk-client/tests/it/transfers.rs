@@ -112,6 +112,45 @@ async fn a_download_into_a_named_pipe_streams_into_it_and_leaves_it_a_pipe() {
     .await;
 }
 
+/// A source that is not a regular file (a named pipe, as `/dev/stdin` or a shell's `<(command)`
+/// is) has no size and no offsets: it is read to its end, not planned from a size of 0 (which
+/// uploaded an empty object and reported success).
+#[tokio::test]
+async fn an_upload_from_a_named_pipe_reads_it_to_its_end() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "transfer-fifo-up").await;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let body = pattern(11 * MIB + 321, 9);
+        let writer = {
+            let (fifo, body) = (fifo.clone(), body.clone());
+            // A reader that stops early makes the write fail: not this thread's to judge.
+            std::thread::spawn(move || {
+                let _ = std::fs::write(fifo, body);
+            })
+        };
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            part_size: 5 * MIB,
+            progress: Some(sent.clone()),
+            ..TransferOptions::default()
+        };
+        let uploaded = c.upload(&bucket, "piped", &fifo, options).await.unwrap();
+        writer.join().unwrap();
+        assert_eq!(uploaded.size, body.len() as u64, "{uploaded:?}");
+        assert_eq!(uploaded.parts, 3, "{uploaded:?}");
+        assert_eq!(sent.bytes(), body.len() as u64);
+        assert!(c.get_bytes(&bucket, "piped").await.unwrap()[..] == body[..]);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_download_that_measures_its_streams_lands_every_byte_once() {
     bounded(STEP, async {
