@@ -52,13 +52,18 @@ impl AccessRecord<'_> {
     /// The record as one line (with its newline) in `format`.
     pub fn line(&self, format: LogFormat) -> String {
         let mut out = String::with_capacity(160 + self.key.len());
-        let time = rfc3339_millis(self.time);
+        self.write_line(format, &mut out);
+        out
+    }
+
+    /// Appends the record's line (with its newline) in `format` to `out`, allocating nothing
+    /// unless `out` must grow or the key needs escaping: the server writes one per request.
+    pub fn write_line(&self, format: LogFormat, out: &mut String) {
+        let time = Rfc3339Millis(self.time);
         let ms = self.duration.as_secs_f64() * 1e3;
-        let remote = self
-            .remote
-            .map_or_else(|| "-".to_owned(), |a| a.to_string());
+        let remote = Remote(self.remote);
         match format {
-            LogFormat::Off => return out,
+            LogFormat::Off => return,
             LogFormat::Plain => {
                 let _ = write!(
                     out,
@@ -79,21 +84,21 @@ impl AccessRecord<'_> {
             LogFormat::Json => {
                 out.push('{');
                 let _ = write!(out, "\"time\":\"{time}\",\"request_id\":");
-                json_string(&mut out, self.request_id);
+                json_string(out, self.request_id);
                 let _ = write!(out, ",\"remote\":\"{remote}\",\"method\":");
-                json_string(&mut out, self.method);
+                json_string(out, self.method);
                 out.push_str(",\"bucket\":");
-                json_string(&mut out, self.bucket);
+                json_string(out, self.bucket);
                 out.push_str(",\"key\":");
-                json_string(&mut out, self.key);
+                json_string(out, self.key);
                 let _ = write!(out, ",\"status\":{},\"error_code\":", self.status);
                 match self.error_code {
-                    Some(code) => json_string(&mut out, code),
+                    Some(code) => json_string(out, code),
                     None => out.push_str("null"),
                 }
                 if let Some(message) = self.error_message {
                     out.push_str(",\"error_message\":");
-                    json_string(&mut out, message);
+                    json_string(out, message);
                 }
                 let _ = write!(
                     out,
@@ -103,7 +108,18 @@ impl AccessRecord<'_> {
             }
         }
         out.push('\n');
-        out
+    }
+}
+
+/// The remote address, or `-` when there is none.
+struct Remote(Option<SocketAddr>);
+
+impl std::fmt::Display for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(address) => address.fmt(f),
+            None => f.write_str("-"),
+        }
     }
 }
 
@@ -150,18 +166,23 @@ fn json_string(out: &mut String, s: &str) {
 }
 
 /// `2026-11-24T23:10:00.123Z`.
-fn rfc3339_millis(time: SystemTime) -> String {
-    let t = time::OffsetDateTime::from(time);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second(),
-        t.millisecond()
-    )
+struct Rfc3339Millis(SystemTime);
+
+impl std::fmt::Display for Rfc3339Millis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = time::OffsetDateTime::from(self.0);
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            t.year(),
+            u8::from(t.month()),
+            t.day(),
+            t.hour(),
+            t.minute(),
+            t.second(),
+            t.millisecond()
+        )
+    }
 }
 
 /// The log's writer: lines are appended to one shared buffer and a writer thread hands the
@@ -220,16 +241,23 @@ impl AccessLog {
         let Some(shared) = &self.shared else {
             return;
         };
-        let line = record.line(self.format);
-        let mut lines = shared.lines.lock().unwrap_or_else(|e| e.into_inner());
-        if lines.len() + line.len() > MAX_BUFFERED {
-            shared.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
+        thread_local! {
+            /// The line being formatted, its buffer kept from one request to the next.
+            static LINE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
         }
-        lines.extend_from_slice(line.as_bytes());
-        if lines.len() >= FLUSH_BYTES {
-            shared.full.notify_one();
-        }
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            record.write_line(self.format, line);
+            let mut lines = shared.lines.lock().unwrap_or_else(|e| e.into_inner());
+            if lines.len() + line.len() > MAX_BUFFERED {
+                shared.dropped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            lines.extend_from_slice(line.as_bytes());
+            if lines.len() >= FLUSH_BYTES {
+                shared.full.notify_one();
+            }
+        });
     }
 
     /// Writes what is buffered now (at shutdown).
