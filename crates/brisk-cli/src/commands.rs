@@ -302,9 +302,20 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Re
             walk(&path, &rel, out)?;
         } else if meta.is_file() {
             out.push((rel, path, meta.len()));
+        } else {
+            warn_not_a_file(&path);
         }
     }
     Ok(())
+}
+
+/// Says on stderr that a tree's entry that is not a regular file (a named pipe, a device, a
+/// socket) is left out, as the AWS CLI does: reading one could wait forever or never end.
+pub(crate) fn warn_not_a_file(path: &Path) {
+    eprintln!(
+        "warning: skipping {}: not a regular file (a named pipe, device or socket)",
+        path.display()
+    );
 }
 
 /// Every object under `prefix`, page by page.

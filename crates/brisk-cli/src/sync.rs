@@ -253,6 +253,7 @@ impl LocalWalk {
                 continue;
             };
             if !meta.is_file() {
+                crate::commands::warn_not_a_file(&path);
                 continue;
             }
             let modified = meta

@@ -495,6 +495,47 @@ fn recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing(brisk: &Bri
 
 on_both_servers!(recursive_copies_apply_filters_in_order_and_dryrun_copies_nothing);
 
+/// A named pipe inside a tree is left out of `cp --recursive` and `sync` with a warning (reading
+/// it could wait forever); one named as the source, here `/dev/stdin`, is read to its end (its size
+/// reads as 0: planned from that, the upload was an empty object reported as done).
+fn trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read(brisk: &Brisk, dir: &Path) {
+    brisk.run(&["mb", "s3://bkt"]).ok();
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("a.txt"), "a").unwrap();
+    let pipe = tree.join("sub/pipe");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let tree_s = tree.to_str().unwrap();
+    for args in [
+        vec!["cp", tree_s, "s3://bkt/cp", "--recursive"],
+        vec!["sync", tree_s, "s3://bkt/sync"],
+    ] {
+        let run = brisk.run(&args).ok();
+        assert!(
+            run.stderr.contains("warning: skipping") && run.stderr.contains("sub/pipe"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    let listed = brisk.run(&["ls", "s3://bkt", "--recursive"]).ok().text();
+    let keys: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    assert_eq!(keys, ["cp/a.txt", "sync/a.txt"], "{listed}");
+
+    // More than a part (8 MiB): streamed as a multipart upload.
+    let body = pattern(9 * 1024 * 1024 + 5, 3);
+    brisk
+        .run_with_stdin(&["cp", "/dev/stdin", "s3://bkt/piped"], body.clone())
+        .ok();
+    let back = brisk.run(&["cat", "s3://bkt/piped"]).ok();
+    assert!(back.stdout == body, "{} bytes of {}", back.stdout.len(), body.len());
+}
+
+on_both_servers!(trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read);
+
 /// 48 MiB through a 16 MiB budget, both ways, byte for byte, and the process never holds the
 /// object: its peak RSS stays below the object's size.
 fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget(brisk: &Brisk, _dir: &Path) {

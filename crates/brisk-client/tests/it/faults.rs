@@ -292,26 +292,34 @@ async fn a_silent_server_times_out() {
     .await;
 }
 
+/// Three GETs, `pause` apart, from a server that closes each connection after its answer (no
+/// retries configured): every one is answered. Returns the client's metrics and the requests the
+/// server saw.
+async fn gets_from_a_server_that_closes(pause: Duration) -> (brisk_client::ClientMetrics, usize) {
+    let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::RespondAndClose {
+        status: 200,
+        body: b"ok".to_vec(),
+    }))
+    .await;
+    let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+    for _ in 0..3 {
+        assert_eq!(&c.get_bytes("bucket", "key").await.unwrap()[..], b"ok");
+        tokio::time::sleep(pause).await;
+    }
+    let seen = seen.lock().unwrap().len();
+    (c.metrics(), seen)
+}
+
 #[tokio::test]
 async fn a_keep_alive_connection_closed_by_the_server_is_replaced() {
     bounded(async {
-        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::RespondAndClose {
-            status: 200,
-            body: b"ok".to_vec(),
-        }))
-        .await;
-        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
-        for _ in 0..3 {
-            assert_eq!(&c.get_bytes("bucket", "key").await.unwrap()[..], b"ok");
-            // Idle long enough to be probed before reuse, as between requests seconds apart.
-            tokio::time::sleep(Duration::from_millis(150)).await;
-        }
-        let m = c.metrics();
+        // Idle long enough to be probed before reuse, as between requests seconds apart.
+        let (m, seen) = gets_from_a_server_that_closes(Duration::from_millis(150)).await;
         // Each closed connection was noticed before use: no request was sent on one.
         assert_eq!(m.connections_opened, 3, "{m:?}");
         assert_eq!(m.connections_discarded, 2, "{m:?}");
         assert_eq!(m.requests_sent, 3, "{m:?}");
-        assert_eq!(seen.lock().unwrap().len(), 3);
+        assert_eq!(seen, 3);
     })
     .await;
 }
@@ -319,23 +327,14 @@ async fn a_keep_alive_connection_closed_by_the_server_is_replaced() {
 #[tokio::test]
 async fn a_connection_closed_right_after_its_answer_fails_one_attempt_and_is_replaced() {
     bounded(async {
-        let (endpoint, seen) = stand_in(Arc::new(|_, _: &RequestHead| Action::RespondAndClose {
-            status: 200,
-            body: b"ok".to_vec(),
-        }))
-        .await;
-        // No retries: the replacement of a dead reused connection is not one.
-        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
-        for _ in 0..3 {
-            assert_eq!(&c.get_bytes("bucket", "key").await.unwrap()[..], b"ok");
-            // The close has arrived, but a connection this recently used is not probed.
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let m = c.metrics();
+        // The close has arrived, but a connection this recently used is not probed: it is
+        // reused, fails before any answer, and the request goes again on a new connection (not a
+        // retry: none are configured).
+        let (m, seen) = gets_from_a_server_that_closes(Duration::from_millis(20)).await;
         assert_eq!(m.connections_opened, 3, "{m:?}");
         assert_eq!(m.connections_discarded, 0, "{m:?}");
         assert_eq!(m.connections_reused, 2, "{m:?}");
-        assert_eq!(seen.lock().unwrap().len(), 3);
+        assert_eq!(seen, 3);
     })
     .await;
 }

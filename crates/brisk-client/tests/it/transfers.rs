@@ -9,6 +9,17 @@ use brisk_client::{Error, StreamMeasure, TransferOptions, TransferProgress};
 const MIB: usize = 1024 * 1024;
 const STEP: Duration = Duration::from_secs(120);
 
+/// A named pipe `dir/pipe`, made with `mkfifo`.
+fn named_pipe(dir: &std::path::Path) -> std::path::PathBuf {
+    let fifo = dir.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    fifo
+}
+
 fn entries(dir: &std::path::Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -61,11 +72,6 @@ async fn multipart_upload_then_parallel_download() {
     .await;
 }
 
-/// A download that measures its streams with windows of a few MiB: three of its four streams end
-/// once their first 64 MiB spans do, and then either come back to take the last spans, or the
-/// one left asks for the rest of the object in one GET (which depends on what the windows
-/// measure; the first round makes one stream win only at twice the rate, so that its streams come
-/// back). Every byte lands once, checked against the object's CRC rebuilt from its parts.
 /// A destination that is not a regular file (here a named pipe; `/dev/null` is another) is
 /// written in place, front to back: a temporary file renamed over it would replace it.
 #[tokio::test]
@@ -84,12 +90,7 @@ async fn a_download_into_a_named_pipe_streams_into_it_and_leaves_it_a_pipe() {
             .await
             .unwrap();
         std::fs::remove_file(&source).unwrap();
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
+        let fifo = named_pipe(dir.path());
         let reader = {
             let fifo = fifo.clone();
             std::thread::spawn(move || std::fs::read(fifo).unwrap())
@@ -121,12 +122,7 @@ async fn an_upload_from_a_named_pipe_reads_it_to_its_end() {
         let c = client();
         let bucket = new_bucket(&c, "transfer-fifo-up").await;
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
+        let fifo = named_pipe(dir.path());
         let body = pattern(11 * MIB + 321, 9);
         let writer = {
             let (fifo, body) = (fifo.clone(), body.clone());
@@ -151,6 +147,11 @@ async fn an_upload_from_a_named_pipe_reads_it_to_its_end() {
     .await;
 }
 
+/// A download that measures its streams with windows of a few MiB: three of its four streams end
+/// once their first 64 MiB spans do, and then either come back to take the last spans, or the
+/// one left asks for the rest of the object in one GET (which depends on what the windows
+/// measure; the first round makes one stream win only at twice the rate, so that its streams come
+/// back). Every byte lands once, checked against the object's CRC rebuilt from its parts.
 #[tokio::test]
 async fn a_download_that_measures_its_streams_lands_every_byte_once() {
     bounded(STEP, async {
