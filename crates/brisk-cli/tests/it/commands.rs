@@ -531,7 +531,12 @@ fn trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read(brisk: &Brisk,
         .run_with_stdin(&["cp", "/dev/stdin", "s3://bkt/piped"], body.clone())
         .ok();
     let back = brisk.run(&["cat", "s3://bkt/piped"]).ok();
-    assert!(back.stdout == body, "{} bytes of {}", back.stdout.len(), body.len());
+    assert!(
+        back.stdout == body,
+        "{} bytes of {}",
+        back.stdout.len(),
+        body.len()
+    );
 }
 
 on_both_servers!(trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read);
