@@ -16,11 +16,9 @@ use super::hashing::hmac;
 #[derive(Clone, PartialEq, Eq)]
 pub struct SigningKey {
     key: [u8; 32],
-    date: [u8; 8],
-    region: Box<str>,
-    service: Box<str>,
     /// `YYYYMMDD/region/service/aws4_request`, made once with the key: every signature's string
-    /// to sign and every `Authorization` header carries it.
+    /// to sign and every `Authorization` header carries it, and the date, region and service it
+    /// names are what the key is for.
     scope: Box<str>,
 }
 
@@ -43,9 +41,6 @@ impl SigningKey {
         );
         Self {
             key,
-            date: d,
-            region: region.into(),
-            service: service.into(),
             scope: scope.into(),
         }
     }
@@ -60,12 +55,10 @@ impl SigningKey {
         &self.scope
     }
 
-    fn date_str(&self) -> &str {
-        std::str::from_utf8(&self.date).unwrap_or("")
-    }
-
+    /// Whether the scope names this date, region and service.
     fn is_for(&self, date: &str, region: &str, service: &str) -> bool {
-        self.date_str() == date && &*self.region == region && &*self.service == service
+        let mut parts = self.scope.split('/');
+        parts.next() == Some(date) && parts.next() == Some(region) && parts.next() == Some(service)
     }
 }
 
