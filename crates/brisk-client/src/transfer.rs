@@ -788,37 +788,40 @@ impl Client {
         path: &Path,
         options: &TransferOptions,
     ) -> Result<u64> {
-        use tokio::io::AsyncWriteExt;
         let mut object = self.get_stream(bucket, key).await?;
         let len = options.part_size.clamp(1, MAX_BLOCK_SIZE);
         let mut block = self.buffer_pool().get(len).await.map_err(Error::Memory)?;
-        // Opening a named pipe waits for its reader: on the blocking pool.
+        let failed_task = |e: tokio::task::JoinError| Error::UnexpectedResponse {
+            what: format!("file task failed: {e}"),
+        };
+        // Opening a named pipe waits for its reader, and writing into one waits for it to read: on
+        // the blocking pool. The block itself goes there and back, so its bytes are written from
+        // where they landed (a tokio file would copy each piece into a buffer of its own first).
         let target = path.to_owned();
-        let file = tokio::task::spawn_blocking(move || {
+        let mut file = tokio::task::spawn_blocking(move || {
             std::fs::OpenOptions::new().write(true).open(target)
         })
         .await
-        .map_err(|e| Error::UnexpectedResponse {
-            what: format!("file open task failed: {e}"),
-        })?
+        .map_err(failed_task)?
         .map_err(|e| file_error(path, "opening", e))?;
-        let mut out = tokio::fs::File::from_std(file);
-        let buf = &mut block.unfilled_mut()[..len];
         let mut written = 0u64;
         loop {
-            let n = object.read(buf).await?;
+            let n = object.read(&mut block.unfilled_mut()[..len]).await?;
             if n == 0 {
                 break;
             }
-            out.write_all(&buf[..n])
-                .await
-                .map_err(|e| file_error(path, "writing", e))?;
+            let wrote;
+            (file, block, wrote) = tokio::task::spawn_blocking(move || {
+                use std::io::Write;
+                let wrote = file.write_all(&block.unfilled_mut()[..n]);
+                (file, block, wrote)
+            })
+            .await
+            .map_err(failed_task)?;
+            wrote.map_err(|e| file_error(path, "writing", e))?;
             written += n as u64;
             options.count(n as u64);
         }
-        out.flush()
-            .await
-            .map_err(|e| file_error(path, "writing", e))?;
         Ok(written)
     }
 
