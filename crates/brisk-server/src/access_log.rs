@@ -49,13 +49,6 @@ pub struct AccessRecord<'a> {
 }
 
 impl AccessRecord<'_> {
-    /// The record as one line (with its newline) in `format`.
-    pub fn line(&self, format: LogFormat) -> String {
-        let mut out = String::with_capacity(160 + self.key.len());
-        self.write_line(format, &mut out);
-        out
-    }
-
     /// Appends the record's line (with its newline) in `format` to `out`, allocating nothing
     /// unless `out` must grow or the key needs escaping: the server writes one per request.
     pub fn write_line(&self, format: LogFormat, out: &mut String) {
@@ -325,6 +318,15 @@ fn write_pending(pending: &Pending, spare: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl AccessRecord<'_> {
+        /// The record as one line (with its newline) in `format`.
+        fn line(&self, format: LogFormat) -> String {
+            let mut out = String::new();
+            self.write_line(format, &mut out);
+            out
+        }
+    }
 
     fn record() -> AccessRecord<'static> {
         AccessRecord {
