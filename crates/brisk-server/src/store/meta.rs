@@ -535,6 +535,11 @@ struct Reader<'a>(&'a [u8]);
 
 const TRUNCATED: StoreError = StoreError::CorruptMetadata("record is truncated");
 
+/// Record bytes as text.
+fn text(bytes: &[u8]) -> Result<&str> {
+    std::str::from_utf8(bytes).map_err(|_| StoreError::CorruptMetadata("string is not UTF-8"))
+}
+
 impl<'a> Reader<'a> {
     fn new(bytes: &'a [u8]) -> Result<Self> {
         match bytes.split_first() {
@@ -572,42 +577,42 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Result<String> {
         self.str().map(str::to_owned)
     }
+    /// Length-prefixed bytes borrowed from the record, without a copy.
+    fn bytes(&mut self) -> Result<&'a [u8]> {
+        let len = self.u32()? as usize;
+        self.take(len)
+    }
     /// A string borrowed from the record, without a copy.
     fn str(&mut self) -> Result<&'a str> {
-        let len = self.u32()? as usize;
-        let bytes = self.take(len)?;
-        std::str::from_utf8(bytes).map_err(|_| StoreError::CorruptMetadata("string is not UTF-8"))
+        text(self.bytes()?)
     }
     fn opt_string(&mut self) -> Result<Option<String>> {
         Ok(self.opt_str()?.map(str::to_owned))
     }
-    fn opt_str(&mut self) -> Result<Option<&'a str>> {
+    /// Optional bytes: a tag (0 none, 1 some), then the bytes.
+    fn opt_bytes(&mut self) -> Result<Option<&'a [u8]>> {
         match self.u8()? {
             0 => Ok(None),
-            1 => self.str().map(Some),
+            1 => self.bytes().map(Some),
             _ => Err(StoreError::CorruptMetadata("bad option tag")),
         }
+    }
+    fn opt_str(&mut self) -> Result<Option<&'a str>> {
+        self.opt_bytes()?.map(text).transpose()
     }
     /// A part's optional checksum, borrowed from the record. Every GET decodes every part of the
     /// object's record, so this is the decoder's inner loop: base64 is checked as ASCII (all a
     /// `&str` needs) rather than parsed as UTF-8, and no error is made unless one is returned.
     fn part_checksum(&mut self) -> Result<Option<&'a [u8]>> {
-        match self.u8()? {
-            0 => Ok(None),
-            1 => {
-                let len = self.u32()? as usize;
-                let bytes = self.take(len)?;
-                if len > PartChecksum::MAX_LEN {
-                    return Err(StoreError::CorruptMetadata(
-                        "a part checksum is longer than any S3 checksum",
-                    ));
-                }
-                if !bytes.is_ascii() {
-                    return Err(StoreError::CorruptMetadata("string is not UTF-8"));
-                }
-                Ok(Some(bytes))
-            }
-            _ => Err(StoreError::CorruptMetadata("bad option tag")),
+        let bytes = self.opt_bytes()?;
+        match bytes {
+            Some(b) if b.len() > PartChecksum::MAX_LEN => Err(StoreError::CorruptMetadata(
+                "a part checksum is longer than any S3 checksum",
+            )),
+            Some(b) if !b.is_ascii() => Err(StoreError::CorruptMetadata(
+                "a part checksum is not base64 text",
+            )),
+            _ => Ok(bytes),
         }
     }
     fn attributes(&mut self) -> Result<ObjectAttributes> {
