@@ -55,7 +55,8 @@ enum Mode {
 /// One copy to make.
 #[derive(Debug)]
 pub(crate) enum Copy {
-    Upload(PathBuf, ObjectUrl, u64),
+    /// A file up; its size as planned, or `None` for a named pipe or device, read to its end.
+    Upload(PathBuf, ObjectUrl, Option<u64>),
     Download(ObjectUrl, PathBuf, u64),
     ServerSide(ObjectUrl, ObjectUrl, u64),
     /// Between services (S3 and Azure): streamed through this process in bounded memory.
@@ -63,14 +64,37 @@ pub(crate) enum Copy {
 }
 
 impl Copy {
-    pub(crate) fn describe(&self) -> (&'static str, String, String, u64) {
+    /// The action's name, the source, the destination and the size as planned (`None`: known
+    /// only once a pipe or device has been read to its end).
+    pub(crate) fn describe(&self) -> (&'static str, String, String, Option<u64>) {
         match self {
             Copy::Upload(p, u, n) => ("upload", p.display().to_string(), u.to_string(), *n),
-            Copy::Download(u, p, n) => ("download", u.to_string(), p.display().to_string(), *n),
+            Copy::Download(u, p, n) => {
+                ("download", u.to_string(), p.display().to_string(), Some(*n))
+            }
             Copy::ServerSide(a, b, n) | Copy::Relay(a, b, n) => {
-                ("copy", a.to_string(), b.to_string(), *n)
+                ("copy", a.to_string(), b.to_string(), Some(*n))
             }
         }
+    }
+
+    /// Why this copy cannot be a move: its local side is a named pipe or a device, which could not
+    /// be checked against the source afterwards (a download) or would be deleted once read (an
+    /// upload from `/dev/stdin` would remove `/dev/stdin`).
+    fn refuses_move(&self) -> Option<String> {
+        let special =
+            |path: &Path| std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        match self {
+            Copy::Upload(path, _, None) => Some(path.display().to_string()),
+            Copy::Download(_, path, _) if special(path) => Some(path.display().to_string()),
+            _ => None,
+        }
+        .map(|path| {
+            format!(
+                "{path} is not a regular file (a named pipe, device or socket): mv could not \
+                 check the copy or would delete it (use cp)"
+            )
+        })
     }
 }
 
@@ -126,6 +150,11 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(
             } else {
                 vec![plan_single(ctx, &src, &dst).await?]
             };
+            if mode == Mode::Move
+                && let Some(why) = plan.iter().find_map(Copy::refuses_move)
+            {
+                return Err(CliError::Usage(format!("{label}: {why}")));
+            }
             if a.recursive && plan.is_empty() {
                 if !ctx.quiet && !ctx.json {
                     eprintln!("brisk: {label}: nothing to copy");
@@ -167,7 +196,9 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
             } else {
                 url.key.clone()
             };
-            Ok(Copy::Upload(path.clone(), url.with_key(key), meta.len()))
+            // A pipe or device (`<(cmd)`, `/dev/stdin`) is read to its end: its size is unknown.
+            let size = meta.is_file().then_some(meta.len());
+            Ok(Copy::Upload(path.clone(), url.with_key(key), size))
         }
         (Location::Remote(url), Location::Local(path)) => {
             require_key(url)?;
@@ -249,7 +280,7 @@ async fn plan_recursive(
                     plan.push(Copy::Upload(
                         path,
                         url.with_key(format!("{prefix}{relative}")),
-                        size,
+                        Some(size),
                     ));
                 }
             }
@@ -363,8 +394,9 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool, mode: Mode) -> Re
         }
         return Ok(());
     }
-    let total_bytes = plan.iter().map(|c| c.describe().3).sum();
-    let progress = Progress::new(Some(total_bytes), "cp", ctx.quiet);
+    // Unknown when a source is a pipe or device: the bar then counts bytes without a total.
+    let total_bytes = plan.iter().map(|c| c.describe().3).sum::<Option<u64>>();
+    let progress = Progress::new(total_bytes, "cp", ctx.quiet);
     let total = plan.len();
     let single = total == 1;
     let mut failures = Vec::new();
@@ -378,8 +410,10 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool, mode: Mode) -> Re
             let (ctx, counter) = (ctx.clone(), progress.counter());
             running.spawn(async move {
                 let mut result = copy_one(&ctx, &copy, &counter).await;
-                if result.is_ok() && mode == Mode::Move {
-                    result = remove_source(&ctx, &copy).await;
+                if let Ok(moved) = result
+                    && mode == Mode::Move
+                {
+                    result = remove_source(&ctx, &copy).await.map(|()| moved);
                 }
                 (copy, result)
             });
@@ -389,10 +423,10 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool, mode: Mode) -> Re
         };
         let (copy, result) =
             joined.map_err(|e| CliError::Usage(format!("copy task failed: {e}")))?;
-        let (_, from, to, size) = copy.describe();
+        let (_, from, to, _) = copy.describe();
         let action = action_of(&copy);
         match result {
-            Ok(()) => {
+            Ok(size) => {
                 if !ctx.quiet {
                     let line = if ctx.json {
                         json!({"action": action, "source": from, "destination": to, "size": size})
@@ -425,6 +459,11 @@ async fn execute(ctx: &Context, plan: Vec<Copy>, dryrun: bool, mode: Mode) -> Re
 /// the source. Any failure leaves the source in place and says so.
 async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
     let (_, from, to, size) = copy.describe();
+    let Some(size) = size else {
+        return Err(CliError::Usage(format!(
+            "{from} has no size to check {to} against; the source was kept"
+        )));
+    };
     // The size the destination holds now: a HEAD of an object, the length of a file.
     let landed = match copy {
         Copy::Upload(_, url, _) | Copy::ServerSide(_, url, _) | Copy::Relay(_, url, _) => {
@@ -454,20 +493,20 @@ async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
     }
 }
 
-/// Makes one copy; uploads and downloads count their parts on `counter` as they complete, a
-/// server-side copy its size when it is done.
+/// Makes one copy and returns the bytes it moved; uploads and downloads count their parts on
+/// `counter` as they complete, a server-side copy its size when it is done.
 pub(crate) async fn copy_one(
     ctx: &Context,
     copy: &Copy,
     counter: &TransferProgress,
-) -> Result<(), CliError> {
+) -> Result<u64, CliError> {
     let options = || ctx.transfer_options(Some(counter.clone()));
     match copy {
         Copy::Upload(path, url, _) => ctx
             .client(url)?
             .upload(&url.bucket, &url.key, path, options())
             .await
-            .map(|_| ())
+            .map(|uploaded| uploaded.size)
             .map_err(|e| CliError::s3(format!("upload {} to {url}", path.display()), e)),
         Copy::Download(url, path, size) => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -483,7 +522,7 @@ pub(crate) async fn copy_one(
             ctx.client(url)?
                 .download(&url.bucket, &url.key, path, options)
                 .await
-                .map(|_| ())
+                .map(|_| *size)
                 .map_err(|e| CliError::s3(format!("download {url} to {}", path.display()), e))
         }
         Copy::ServerSide(from, to, size) => {
@@ -502,9 +541,9 @@ pub(crate) async fn copy_one(
                 .await
                 .map_err(|e| CliError::s3(format!("copy {from} to {to}"), e))?;
             counter.add(*size);
-            Ok(())
+            Ok(*size)
         }
-        Copy::Relay(from, to, _) => stream::relay(ctx, from, to, counter).await.map(|_| ()),
+        Copy::Relay(from, to, _) => stream::relay(ctx, from, to, counter).await,
     }
 }
 

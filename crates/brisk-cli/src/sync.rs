@@ -352,7 +352,9 @@ pub async fn sync(ctx: &Context, args: SyncArgs, filters: &Filters) -> Result<()
                 continue;
             }
             let copy = match (source.locate(&entry.key), destination.locate(&entry.key)) {
-                (Target::Local(path), Target::Remote(url)) => Copy::Upload(path, url, entry.size),
+                (Target::Local(path), Target::Remote(url)) => {
+                    Copy::Upload(path, url, Some(entry.size))
+                }
                 (Target::Remote(url), Target::Local(path)) => Copy::Download(url, path, entry.size),
                 (Target::Remote(from), Target::Remote(to)) => remote_copy(from, to, entry.size),
                 (Target::Local(_), Target::Local(_)) => unreachable!("refused above"),
@@ -418,6 +420,8 @@ async fn run(
     summary: &mut Summary,
 ) {
     let (verb, from, to, size) = copy.describe();
+    // A tree's entries are regular files and listed objects: every size is known.
+    let size = size.unwrap_or_default();
     if dryrun {
         let _ = crate::commands::dry(ctx, verb, &from, &to);
         summary.transferred += 1;
@@ -474,7 +478,7 @@ async fn transfer(
     counter: &TransferProgress,
 ) -> Result<(), CliError> {
     let Copy::Download(url, path, size) = copy else {
-        return copy_one(ctx, copy, counter).await;
+        return copy_one(ctx, copy, counter).await.map(|_| ());
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)

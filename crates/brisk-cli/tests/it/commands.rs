@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -497,7 +498,9 @@ on_both_servers!(recursive_copies_apply_filters_in_order_and_dryrun_copies_nothi
 
 /// A named pipe inside a tree is left out of `cp --recursive` and `sync` with a warning (reading
 /// it could wait forever); one named as the source, here `/dev/stdin`, is read to its end (its size
-/// reads as 0: planned from that, the upload was an empty object reported as done).
+/// reads as 0: planned from that, the upload was an empty object reported as done) and reported
+/// with the size it had. `mv` refuses a pipe on either side before moving a byte: it would delete
+/// `/dev/stdin` once read, and could not check a copy into a pipe before deleting the object.
 fn trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read(brisk: &Brisk, dir: &Path) {
     brisk.run(&["mb", "s3://bkt"]).ok();
     let tree = dir.join("tree");
@@ -527,9 +530,15 @@ fn trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read(brisk: &Brisk,
 
     // More than a part (8 MiB): streamed as a multipart upload.
     let body = pattern(9 * 1024 * 1024 + 5, 3);
-    brisk
-        .run_with_stdin(&["cp", "/dev/stdin", "s3://bkt/piped"], body.clone())
-        .ok();
+    let reported = brisk
+        .run_with_stdin(
+            &["cp", "/dev/stdin", "s3://bkt/piped", "--json"],
+            body.clone(),
+        )
+        .ok()
+        .json_lines();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert_eq!(reported[0]["size"], body.len() as u64, "{reported:?}");
     let back = brisk.run(&["cat", "s3://bkt/piped"]).ok();
     assert!(
         back.stdout == body,
@@ -537,6 +546,37 @@ fn trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read(brisk: &Brisk,
         back.stdout.len(),
         body.len()
     );
+
+    let refused = brisk
+        .run_with_stdin(&["mv", "/dev/stdin", "s3://bkt/moved"], b"moved".to_vec())
+        .failed_with(2);
+    assert!(
+        refused.stderr.contains("not a regular file") && refused.stderr.contains("use cp"),
+        "{}",
+        refused.stderr
+    );
+    let out_pipe = dir.join("out-pipe");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&out_pipe)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let refused = brisk
+        .run(&["mv", "s3://bkt/piped", out_pipe.to_str().unwrap()])
+        .failed_with(2);
+    assert!(
+        refused.stderr.contains("not a regular file"),
+        "{}",
+        refused.stderr
+    );
+    let listed = brisk.run(&["ls", "s3://bkt/", "--recursive"]).ok().text();
+    assert!(
+        listed.contains("piped") && !listed.contains("moved"),
+        "{listed}"
+    );
+    assert!(std::fs::metadata(&out_pipe).unwrap().file_type().is_fifo());
 }
 
 on_both_servers!(trees_skip_pipes_with_a_warning_and_a_pipe_named_alone_is_read);
