@@ -1,17 +1,19 @@
 //! `-` as a source or destination: objects streamed in memory bounded by `--max-memory` whatever
 //! their size, on `brisk-client`'s streaming API.
 //!
-//! - To stdout: [`Client::get_stream`](brisk_client::Client::get_stream) (one GET, resumed with
-//!   `Range` + `If-Match` if the connection fails, the stored checksum verified at the end) read into
-//!   one pooled block of `min(--part-size, 8 MiB)` from the budget and written to stdout. Memory: that
-//!   block, plus tokio's stdout buffer (2 MiB).
-//! - Between services (`s3://` to `az://` and back): the same read, into a 1 MiB pipe that the
-//!   destination's streaming upload reads its parts from ([`relay`]).
+//! - To stdout: [`Client::download_to_writer`](brisk_client::Client::download_to_writer) (one GET,
+//!   resumed with `Range` + `If-Match` if the connection fails, the stored checksum verified at the
+//!   end) read into one pooled block of `min(--part-size, 8 MiB)` from the budget and written to
+//!   stdout from that block. Memory: the block.
+//! - Between services (`s3://` to `az://` and back): the same GET read into one pooled block and
+//!   written into a 1 MiB pipe that the destination's streaming upload reads its parts from
+//!   ([`relay`]).
 //! - From stdin: [`Client::upload_reader`](brisk_client::Client::upload_reader): one PUT if stdin ends
 //!   within the first part, else a multipart upload of pooled blocks with `--concurrency` parts in
 //!   flight while the next is read; any failure aborts it. Memory: `(concurrency + 1) × part`, and
 //!   never more than the budget (parts wait for blocks).
 
+use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,21 +27,44 @@ use crate::exit::CliError;
 use crate::location::ObjectUrl;
 use crate::progress::Progress;
 
-/// Writes `url` to stdout; returns the bytes written.
+/// Writes `url` to stdout; returns the bytes written. The library writes each block from where
+/// it landed, on the blocking pool, into a duplicate of the stdout descriptor (tokio's `Stdout`
+/// would copy every piece into a buffer of its own first). A reader that goes away (a broken
+/// pipe: `brisk cat ... | head`) ends the copy quietly, as `cat` does.
 pub async fn object_to_stdout(ctx: &Context, url: &ObjectUrl) -> Result<u64, CliError> {
     // The one-key listing behind `ctx.head` names a missing bucket; GET alone cannot.
     let meta = ctx
         .head(url)
         .await
         .map_err(|e| CliError::s3(format!("read {url}"), e))?;
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| CliError::local("write to stdout", e))?;
     let progress = Progress::new(Some(meta.content_length), &url.to_string(), ctx.quiet);
-    let result = object_to_writer(ctx, url, tokio::io::stdout(), &progress.counter()).await;
+    let counter = progress.counter();
+    let result = ctx
+        .client(url)?
+        .download_to_writer(
+            &url.bucket,
+            &url.key,
+            std::fs::File::from(stdout),
+            ctx.transfer_options(Some(counter.clone())),
+        )
+        .await;
     progress.finish();
-    result
+    match result {
+        Ok(n) => Ok(n),
+        Err(Error::File { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(counter.bytes())
+        }
+        Err(Error::File { source, .. }) => Err(CliError::local("write to stdout", source)),
+        Err(e) => Err(CliError::s3(format!("read {url}"), e)),
+    }
 }
 
-/// Writes `url` to `out` through one pooled block, counting on `progress`; returns the bytes
-/// written. A reader that goes away (a broken pipe) ends the copy quietly, as `cat` does.
+/// Writes `url` into `out`, the writing end of a [`relay`]'s pipe, through one pooled block,
+/// counting on `progress`; returns the bytes written.
 async fn object_to_writer(
     ctx: &Context,
     url: &ObjectUrl,

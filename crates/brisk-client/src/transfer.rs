@@ -66,6 +66,7 @@ use crate::objects::{PayloadSigning, StoredChecksum};
 use crate::request::{
     FileBody, RequestSpec, TrailingChecksum, check_bucket, check_key, push_query,
 };
+use crate::stream::ObjectStream;
 use crate::stream_count::{StreamCount, StreamMeasure};
 
 /// Default part size: 8 MiB, the AWS CLI's default and the pool's largest block class (so a part
@@ -777,10 +778,9 @@ impl Client {
 
     /// [`download`](Self::download) to a destination that exists and is not a regular file
     /// (`/dev/null`, a named pipe, a terminal): the object is streamed into it front to back, as
-    /// `cat` would, through one pooled block of at most the part size. A temporary file renamed
+    /// `cat` would ([`download_to_writer`](Self::download_to_writer)). A temporary file renamed
     /// over it would replace the device or pipe with a plain file (or, without the right to
-    /// write beside it, fail). The stored checksum is verified as the stream ends
-    /// ([`Client::get_stream`]); what was written before a failure stays written.
+    /// write beside it, fail).
     async fn download_in_place(
         &self,
         bucket: &str,
@@ -788,22 +788,62 @@ impl Client {
         path: &Path,
         options: &TransferOptions,
     ) -> Result<u64> {
-        let mut object = self.get_stream(bucket, key).await?;
-        let len = options.part_size.clamp(1, MAX_BLOCK_SIZE);
-        let mut block = self.buffer_pool().get(len).await.map_err(Error::Memory)?;
-        let failed_task = |e: tokio::task::JoinError| Error::UnexpectedResponse {
-            what: format!("file task failed: {e}"),
-        };
-        // Opening a named pipe waits for its reader, and writing into one waits for it to read: on
-        // the blocking pool. The block itself goes there and back, so its bytes are written from
-        // where they landed (a tokio file would copy each piece into a buffer of its own first).
+        // The GET first: a missing object fails before a named pipe's open waits for its reader
+        // (on the blocking pool).
+        let object = self.get_stream(bucket, key).await?;
         let target = path.to_owned();
-        let mut file = tokio::task::spawn_blocking(move || {
+        let file = tokio::task::spawn_blocking(move || {
             std::fs::OpenOptions::new().write(true).open(target)
         })
         .await
-        .map_err(failed_task)?
+        .map_err(failed_file_task)?
         .map_err(|e| file_error(path, "opening", e))?;
+        self.write_stream(object, file, &path.display().to_string(), options)
+            .await
+    }
+
+    /// Streams `bucket`/`key` into `out` front to back (stdout, a pipe, a socket, a file opened
+    /// by the caller) through one pooled block of at most the part size, counting on the
+    /// options' progress; returns the bytes written. Writes run on the blocking pool, with the
+    /// block moved there and back, so the bytes are written from where they landed (tokio's
+    /// `Stdout` or `File` copies each piece into a buffer of its own first: `brisk cat` into
+    /// `/dev/null` spent 0.25–0.30 CPU s/GiB that way, against 0.19–0.20 written in place), and a
+    /// slow reader never holds up the runtime. A connection that fails mid-body is resumed and
+    /// the stored checksum is verified as the stream ends ([`Client::get_stream`]); what was
+    /// written before a failure stays written. A write that fails is [`Error::File`] with the
+    /// `io::Error` as its source (a reader that went away: `ErrorKind::BrokenPipe`).
+    pub async fn download_to_writer<W>(
+        &self,
+        bucket: &str,
+        key: &str,
+        out: W,
+        options: TransferOptions,
+    ) -> Result<u64>
+    where
+        W: std::io::Write + Send + 'static,
+    {
+        options.check(false)?;
+        let object = self.get_stream(bucket, key).await?;
+        self.write_stream(object, out, "the writer", &options).await
+    }
+
+    /// The loop of [`download_to_writer`](Self::download_to_writer); `what` names `out` in errors.
+    async fn write_stream<W>(
+        &self,
+        mut object: ObjectStream,
+        mut out: W,
+        what: &str,
+        options: &TransferOptions,
+    ) -> Result<u64>
+    where
+        W: std::io::Write + Send + 'static,
+    {
+        let len = options.part_size.clamp(1, MAX_BLOCK_SIZE);
+        let mut block = self.buffer_pool().get(len).await.map_err(Error::Memory)?;
+        let write_error = |doing: &str, source| Error::File {
+            what: format!("{doing} {what}"),
+            source,
+        };
         let mut written = 0u64;
         loop {
             let n = object.read(&mut block.unfilled_mut()[..len]).await?;
@@ -811,17 +851,21 @@ impl Client {
                 break;
             }
             let wrote;
-            (file, block, wrote) = tokio::task::spawn_blocking(move || {
-                use std::io::Write;
-                let wrote = file.write_all(&block.unfilled_mut()[..n]);
-                (file, block, wrote)
+            (out, block, wrote) = tokio::task::spawn_blocking(move || {
+                let wrote = out.write_all(&block.unfilled_mut()[..n]);
+                (out, block, wrote)
             })
             .await
-            .map_err(failed_task)?;
-            wrote.map_err(|e| file_error(path, "writing", e))?;
+            .map_err(failed_file_task)?;
+            wrote.map_err(|e| write_error("writing", e))?;
             written += n as u64;
             options.count(n as u64);
         }
+        drop(block);
+        tokio::task::spawn_blocking(move || out.flush())
+            .await
+            .map_err(failed_file_task)?
+            .map_err(|e| write_error("flushing", e))?;
         Ok(written)
     }
 
@@ -1955,6 +1999,13 @@ fn temp_path(path: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!(".{name}.brisk-{}-{n}.part", std::process::id()))
+}
+
+/// A task on the blocking pool that wrote or opened a file panicked or was cancelled.
+fn failed_file_task(e: tokio::task::JoinError) -> Error {
+    Error::UnexpectedResponse {
+        what: format!("file task failed: {e}"),
+    }
 }
 
 fn file_error(path: &Path, doing: &str, source: std::io::Error) -> Error {

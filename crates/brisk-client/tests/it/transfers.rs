@@ -113,6 +113,94 @@ async fn a_download_into_a_named_pipe_streams_into_it_and_leaves_it_a_pipe() {
     .await;
 }
 
+/// A writer for [`Client::download_to_writer`]: keeps what it is given, fails with a broken pipe
+/// past `fails_past` bytes, and says whether it was flushed.
+#[derive(Clone, Default)]
+struct Recorder {
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    flushed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    fails_past: Option<usize>,
+}
+
+impl std::io::Write for Recorder {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut bytes = self.bytes.lock().unwrap();
+        if self
+            .fails_past
+            .is_some_and(|limit| bytes.len() + buf.len() > limit)
+        {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.flushed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// `download_to_writer` streams an object into any writer front to back, flushes it, counts its
+/// progress; a missing object fails before a byte is written, and a writer that fails (a reader
+/// gone: a broken pipe) ends the download with that error as the source of `Error::File`.
+#[tokio::test]
+async fn a_download_to_a_writer_streams_flushes_and_passes_the_writers_error_on() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "transfer-writer").await;
+        let body = pattern(11 * MIB + 321, 9);
+        c.put(&bucket, "object", &body).await.unwrap();
+        let options = TransferOptions {
+            part_size: 5 * MIB,
+            ..TransferOptions::default()
+        };
+
+        let received = TransferProgress::new();
+        let out = Recorder::default();
+        let size = c
+            .download_to_writer(
+                &bucket,
+                "object",
+                out.clone(),
+                TransferOptions {
+                    progress: Some(received.clone()),
+                    ..options.clone()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(size, body.len() as u64);
+        assert_eq!(received.bytes(), size);
+        assert!(*out.bytes.lock().unwrap() == body);
+        assert!(out.flushed.load(std::sync::atomic::Ordering::SeqCst));
+
+        let out = Recorder::default();
+        let missing = c
+            .download_to_writer(&bucket, "missing", out.clone(), options.clone())
+            .await;
+        assert!(matches!(missing, Err(Error::NoSuchKey(_))), "{missing:?}");
+        assert!(out.bytes.lock().unwrap().is_empty());
+
+        let out = Recorder {
+            fails_past: Some(6 * MIB),
+            ..Recorder::default()
+        };
+        let failed = c
+            .download_to_writer(&bucket, "object", out.clone(), options)
+            .await;
+        match failed {
+            Err(Error::File { source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::BrokenPipe)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(out.bytes.lock().unwrap().len() <= 6 * MIB);
+    })
+    .await;
+}
+
 /// A source that is not a regular file (a named pipe, as `/dev/stdin` or a shell's `<(command)`
 /// is) has no size and no offsets: it is read to its end, not planned from a size of 0 (which
 /// uploaded an empty object and reported success).
