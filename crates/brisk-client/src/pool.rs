@@ -17,14 +17,13 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use brisk_wire::http::{ConnectionConfig, HttpConnection, Limits, ResponseHead};
+use brisk_wire::http::{ConnectionConfig, HttpConnection, Limits, ResponseHead, TcpOrTls};
 use rustls_pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsConnector;
@@ -47,109 +46,41 @@ pub const MAX_IDLE_TIME: Duration = Duration::from_secs(20);
 /// retried on a new connection (a stale reuse).
 pub const PROBE_AFTER_IDLE: Duration = Duration::from_millis(100);
 
-/// The byte stream under an HTTP connection.
-#[derive(Debug)]
-pub enum Transport {
-    /// Plain TCP.
-    Tcp(TcpStream),
-    /// TLS over TCP (boxed: the rustls state is about 1 KiB).
-    Tls(Box<TlsStream<TcpStream>>),
-}
+/// The byte stream under an HTTP connection: plain TCP, or rustls over TCP.
+pub type Transport = TcpOrTls<TlsStream<TcpStream>>;
 
-impl Transport {
-    /// Whether the peer has closed an idle connection (or, in clear text, sent bytes nobody asked
-    /// for), checked by peeking at the socket without waiting and without consuming anything.
-    fn peer_gone(&self) -> bool {
-        let (tcp, tls) = match self {
-            Self::Tcp(stream) => (stream, false),
-            Self::Tls(stream) => (stream.get_ref().0, true),
-        };
-        let mut probe = [0u8; 1];
-        let mut probe = ReadBuf::new(&mut probe);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        match tcp.poll_peek(&mut cx, &mut probe) {
-            Poll::Pending => false,
-            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
-            // Over TLS the server may send session tickets or a close_notify at any time; which it
-            // was shows only when the connection is used, where a dead one is replaced at once.
-            Poll::Ready(Ok(_)) => !tls,
-        }
+/// Whether the peer has closed an idle connection (or, in clear text, sent bytes nobody asked
+/// for), checked by peeking at the socket without waiting and without consuming anything.
+fn peer_gone(transport: &Transport) -> bool {
+    let (tcp, tls) = match transport {
+        Transport::Tcp(stream) => (stream, false),
+        Transport::Tls(stream) => (stream.get_ref().0, true),
+    };
+    let mut probe = [0u8; 1];
+    let mut probe = ReadBuf::new(&mut probe);
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    match tcp.poll_peek(&mut cx, &mut probe) {
+        Poll::Pending => false,
+        Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
+        // Over TLS the server may send session tickets or a close_notify at any time; which it
+        // was shows only when the connection is used, where a dead one is replaced at once.
+        Poll::Ready(Ok(_)) => !tls,
     }
 }
 
-impl Transport {
-    /// Forgets, without a system call, that the socket was last seen readable. Readiness is
-    /// edge-triggered and cleared only by a read that finds nothing, so after a response read to
-    /// its exact end the first read of the next response would be such a read: one futile system
-    /// call per request (the probe above was it when it ran). Called only before a request is
-    /// sent on a connection with no response outstanding, when nothing more is expected: the
-    /// answer's arrival is a new edge. A close that came earlier is seen when the request meets
-    /// it (the peer resets), and is then a stale reuse. Over TLS, rustls may hold decrypted bytes
-    /// and the readiness is left alone.
-    fn forget_read_readiness(&self) {
-        if let Self::Tcp(stream) = self {
-            let _ = stream.try_io(tokio::io::Interest::READABLE, || {
-                Err::<(), _>(io::ErrorKind::WouldBlock.into())
-            });
-        }
-    }
-}
-
-impl AsyncRead for Transport {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Transport {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Self::Tcp(s) => s.is_write_vectored(),
-            Self::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Tcp(s) => Pin::new(s).poll_flush(cx),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+/// Forgets, without a system call, that the socket was last seen readable. Readiness is
+/// edge-triggered and cleared only by a read that finds nothing, so after a response read to its
+/// exact end the first read of the next response would be such a read: one futile system call per
+/// request (the probe above was it when it ran). Called only before a request is sent on a
+/// connection with no response outstanding, when nothing more is expected: the answer's arrival
+/// is a new edge. A close that came earlier is seen when the request meets it (the peer resets),
+/// and is then a stale reuse. Over TLS, rustls may hold decrypted bytes and the readiness is left
+/// alone.
+fn forget_read_readiness(transport: &Transport) {
+    if let Some(stream) = transport.plain() {
+        let _ = stream.try_io(tokio::io::Interest::READABLE, || {
+            Err::<(), _>(io::ErrorKind::WouldBlock.into())
+        });
     }
 }
 
@@ -272,10 +203,10 @@ impl ConnectionPool {
             let idle_for = candidate.since.elapsed();
             let transport = candidate.conn.get_ref();
             if idle_for < PROBE_AFTER_IDLE {
-                transport.forget_read_readiness();
+                forget_read_readiness(transport);
                 return Some(candidate);
             }
-            if idle_for < MAX_IDLE_TIME && !transport.peer_gone() {
+            if idle_for < MAX_IDLE_TIME && !peer_gone(transport) {
                 return Some(candidate);
             }
             Counters::add(&self.counters.connections_discarded);

@@ -264,7 +264,7 @@ async fn accept_loop(
         let tls = tls.clone();
         tokio::spawn(async move {
             let stream = match tls {
-                None => ServerStream::Plain(stream),
+                None => ServerStream::Tcp(stream),
                 // The handshake on the connection's own task, bounded like a request head: a
                 // peer that opens a socket and says nothing holds a permit no longer than that.
                 Some(acceptor) => {

@@ -8,15 +8,12 @@
 //! scratch buffer and written through rustls: one more copy and the cipher per byte
 //! (BENCHMARKS.md, "Server", has what that costs a GET).
 
-use std::io;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
+use brisk_wire::http::TcpOrTls;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
@@ -72,87 +69,6 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     Ok(certs)
 }
 
-/// One connection's byte stream.
-pub enum ServerStream {
-    /// Plain TCP: `sendfile` and `MSG_MORE` apply.
-    Plain(TcpStream),
-    /// TLS over TCP (boxed: rustls's connection state is a few KiB).
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl std::fmt::Debug for ServerStream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Plain(s) => f.debug_tuple("Plain").field(s).finish(),
-            Self::Tls(s) => f.debug_tuple("Tls").field(s.get_ref().0).finish(),
-        }
-    }
-}
-
-impl ServerStream {
-    /// The TCP socket, when the bytes go to it unchanged (plain connections).
-    pub fn plain(&self) -> Option<&TcpStream> {
-        match self {
-            Self::Plain(stream) => Some(stream),
-            Self::Tls(_) => None,
-        }
-    }
-}
-
-impl AsyncRead for ServerStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for ServerStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            Self::Plain(s) => s.is_write_vectored(),
-            Self::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_flush(cx),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Self::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Self::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
+/// One connection's byte stream: plain TCP (`sendfile` and `MSG_MORE` apply, through
+/// [`TcpOrTls::plain`]) or rustls over TCP.
+pub type ServerStream = TcpOrTls<TlsStream<TcpStream>>;

@@ -11,6 +11,7 @@
 //! - [`body`]: how long a body is (RFC 9112 §6.3), rejecting every ambiguous framing.
 //! - [`chunked`]: the streaming chunked decoder and the stack-only chunk header for vectored writes.
 //! - [`conn`]: [`HttpConnection`], which drives all of the above over any tokio stream.
+//! - [`stream`]: [`TcpOrTls`], the stream the client and the server drive it over.
 //! - [`limits`] and [`error`]: every bound, its default and reason, and the error each one raises.
 //!
 //! `docs/http.md` describes the buffer management and the zero-copy body paths.
@@ -22,6 +23,7 @@ pub mod error;
 pub mod head;
 pub mod headers;
 pub mod limits;
+pub mod stream;
 
 pub use body::{BodyFraming, content_length};
 pub use chunked::{CHUNK_END, ChunkHeader, ChunkedDecoder, LAST_CHUNK, write_last_chunk};
@@ -32,3 +34,4 @@ pub use error::HttpError;
 pub use head::{ParseStatus, RequestHead, ResponseHead, Version, canonical_reason, keep_alive};
 pub use headers::Headers;
 pub use limits::{Limits, MinBodyRate};
+pub use stream::TcpOrTls;
