@@ -266,8 +266,11 @@ raw = b"".join(zlib.crc32(d).to_bytes(4, "big") for d in (sum1, sum2))
 expected = {"COMPOSITE": crc32_b64(raw) + "-2", "FULL_OBJECT": crc32_b64(sum1 + sum2)}
 for kind, value in expected.items():
     mkey = f"mp-sum-{kind}"
-    mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key=mkey, ChecksumAlgorithm="CRC32",
-                                     ChecksumType=kind)["UploadId"]
+    created = s3.create_multipart_upload(Bucket="e2e-bucket", Key=mkey, ChecksumAlgorithm="CRC32",
+                                         ChecksumType=kind)
+    check(created.get("ChecksumAlgorithm") == "CRC32" and created.get("ChecksumType") == kind,
+          f"{kind}: CreateMultipartUpload names its algorithm and type: {created}")
+    mid = created["UploadId"]
     sent = []
     for number, data in ((1, sum1), (2, sum2)):
         r = s3.upload_part(Bucket="e2e-bucket", Key=mkey, UploadId=mid, PartNumber=number, Body=data,
@@ -277,13 +280,39 @@ for kind, value in expected.items():
     listed = s3.list_parts(Bucket="e2e-bucket", Key=mkey, UploadId=mid)
     check([p.get("ChecksumCRC32") for p in listed["Parts"]] == [crc32_b64(sum1), crc32_b64(sum2)]
           and listed.get("ChecksumAlgorithm") == "CRC32", f"{kind}: ListParts shows each part's CRC32: {listed['Parts']}")
+    # The whole object's checksum may come with the completion (x-amz-checksum-crc32, as the AWS
+    # CRT sends it): it names the object, not the XML, and a wrong one completes nothing.
+    wrong = crc32_b64(b"not the object") + ("-2" if kind == "COMPOSITE" else "")
+    check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key=mkey, UploadId=mid,
+                     MultipartUpload={"Parts": sent}, ChecksumCRC32=wrong) == ("BadDigest", 400),
+          f"{kind}: a completion declaring a wrong CRC32 → BadDigest")
+    check(len(s3.list_parts(Bucket="e2e-bucket", Key=mkey, UploadId=mid)["Parts"]) == 2,
+          f"{kind}: and leaves the upload to be completed")
+    check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key=mkey, UploadId=mid,
+                     MultipartUpload={"Parts": sent}, ChecksumCRC32=value,
+                     ChecksumType="COMPOSITE" if kind == "FULL_OBJECT" else "FULL_OBJECT")[0] == "InvalidRequest",
+          f"{kind}: a completion naming the other checksum type → InvalidRequest")
     done = s3.complete_multipart_upload(Bucket="e2e-bucket", Key=mkey, UploadId=mid,
-                                        MultipartUpload={"Parts": sent})
+                                        MultipartUpload={"Parts": sent}, ChecksumCRC32=value)
     check(done.get("ChecksumCRC32") == value and done.get("ChecksumType") == kind,
           f"{kind}: CompleteMultipartUpload answers {done.get('ChecksumCRC32')} {done.get('ChecksumType')}, want {value}")
+    # A repeat (its answer lost on the way) is answered the same, the declared checksum checked
+    # again; a composite one may come without its "-<parts>".
+    again = s3.complete_multipart_upload(Bucket="e2e-bucket", Key=mkey, UploadId=mid,
+                                         MultipartUpload={"Parts": sent}, ChecksumCRC32=value.split("-")[0])
+    check(again["ETag"] == done["ETag"] and again.get("ChecksumCRC32") == value,
+          f"{kind}: a repeated completion answers the same: {again}")
     h = s3.head_object(Bucket="e2e-bucket", Key=mkey, ChecksumMode="ENABLED")
     check(h.get("ChecksumCRC32") == value and h.get("ChecksumType") == kind,
           f"{kind}: HeadObject returns {h.get('ChecksumCRC32')} {h.get('ChecksumType')}")
+# An upload created with no checksum algorithm has no object checksum to check a declared one against.
+mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key="mp-no-sum")["UploadId"]
+r = s3.upload_part(Bucket="e2e-bucket", Key="mp-no-sum", UploadId=mid, PartNumber=1, Body=b"only part")
+check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key="mp-no-sum", UploadId=mid,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": r["ETag"]}]},
+                 ChecksumCRC32=crc32_b64(b"only part")) == ("InvalidRequest", 400),
+      "a declared CRC32 on an upload created without one → InvalidRequest")
+s3.abort_multipart_upload(Bucket="e2e-bucket", Key="mp-no-sum", UploadId=mid)
 p2 = s3.get_object(Bucket="e2e-bucket", Key="big", PartNumber=2)
 check(p2["Body"].read() == body[:1234] and p2["PartsCount"] == 2, "GetObject partNumber")
 check(p2["ResponseMetadata"]["HTTPStatusCode"] == 206

@@ -118,6 +118,22 @@ impl BodyDigests {
         payload: &PayloadCheck,
         md5_etag: bool,
     ) -> Result<Self, S3Error> {
+        Self::with_declared(head, payload, md5_etag, declared_checksum(head)?)
+    }
+
+    /// Digests for the XML body of a CompleteMultipartUpload, whose `x-amz-checksum-<algorithm>`
+    /// is the whole object's (checked against its parts, and possibly a composite's
+    /// `<base64>-<parts>`), not the body's: the body is covered by the signature or `Content-MD5`.
+    pub fn for_completion(head: &RequestHead, payload: &PayloadCheck) -> Result<Self, S3Error> {
+        Self::with_declared(head, payload, false, None)
+    }
+
+    fn with_declared(
+        head: &RequestHead,
+        payload: &PayloadCheck,
+        md5_etag: bool,
+        declared: Option<DeclaredChecksum>,
+    ) -> Result<Self, S3Error> {
         let content_md5 = match head.headers().get_str("content-md5") {
             Some(v) => Some(Md5Digest::from_base64(v.trim()).map_err(|_| {
                 S3Error::new(
@@ -127,7 +143,6 @@ impl BodyDigests {
             })?),
             None => None,
         };
-        let declared = declared_checksum(head)?;
         Ok(Self {
             md5: (md5_etag || content_md5.is_some()).then(Md5::new),
             etag_crc: (!md5_etag).then(|| Checksummer::new(ChecksumAlgorithm::Crc64Nvme)),

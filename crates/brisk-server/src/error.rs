@@ -147,6 +147,8 @@ impl From<StoreError> for S3Error {
             StoreError::InvalidPart { .. } => S3ErrorCode::InvalidPart,
             StoreError::InvalidPartOrder { .. } => S3ErrorCode::InvalidPartOrder,
             StoreError::EntityTooSmall { .. } => S3ErrorCode::EntityTooSmall,
+            StoreError::ChecksumMismatch { .. } => S3ErrorCode::BadDigest,
+            StoreError::ChecksumNotCheckable(_) => S3ErrorCode::InvalidRequest,
             StoreError::NoParts => S3ErrorCode::MalformedXML,
             StoreError::InvalidContinuationToken(_) => S3ErrorCode::InvalidArgument,
             StoreError::Metadata(_) | StoreError::CorruptMetadata(_) | StoreError::Io(_) => {

@@ -27,8 +27,8 @@ use crate::objects::{
 use crate::route::{Operation, Route};
 use crate::server::Shared;
 use crate::store::{
-    Checksum, ChecksumType, CompletedPart, ListQuery, MAX_KEYS_PER_PAGE, NewObject, ObjectInfo,
-    StoreError, UploadQuery, WriteCondition,
+    Checksum, ChecksumType, CompletedPart, ExpectedChecksum, ListQuery, MAX_KEYS_PER_PAGE,
+    NewObject, ObjectInfo, StoreError, UploadQuery, WriteCondition,
 };
 
 /// Largest XML request body read into memory (CompleteMultipartUpload with 10,000 parts is about
@@ -191,7 +191,16 @@ async fn read_small_body(
     r: Request<'_>,
     md5_etag: bool,
 ) -> Result<Vec<u8>, S3Error> {
-    let mut digests = BodyDigests::new(r.head, &r.payload, md5_etag)?;
+    let digests = BodyDigests::new(r.head, &r.payload, md5_etag)?;
+    read_small_body_checked(x, r, digests).await
+}
+
+/// [`read_small_body`] with the digests to check it against.
+async fn read_small_body_checked(
+    x: &mut Exchange,
+    r: Request<'_>,
+    mut digests: BodyDigests,
+) -> Result<Vec<u8>, S3Error> {
     let chunked = matches!(r.payload, PayloadCheck::Chunked(_));
     let len = body::payload_length(r.head, &x.conn, chunked, MAX_XML_BODY)?;
     let mut decoder = r.payload.chunked_decoder(len.unwrap_or(0));
@@ -741,8 +750,13 @@ async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error>
         upload_id,
     };
     x.begin(200, r.request_id);
-    if let Some((algorithm, _)) = checksum {
+    if let Some((algorithm, kind)) = checksum {
         set(x.headers(), "x-amz-checksum-algorithm", algorithm.as_str());
+        set(
+            x.headers(),
+            "x-amz-checksum-type",
+            wire_checksum_type(kind).s3_name(),
+        );
     }
     x.send_xml(&doc).await
 }
@@ -900,7 +914,9 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
     let key = r.route.key.clone();
     let upload_id = r.route.query.get("uploadId").unwrap_or_default().to_owned();
     let condition = write_condition(r.head.headers())?;
-    let body = read_small_body(x, r, false).await?;
+    let expected = expected_object_checksum(r.head.headers())?;
+    let digests = BodyDigests::for_completion(r.head, &r.payload)?;
+    let body = read_small_body_checked(x, r, digests).await?;
     let request = CompleteMultipartUpload::parse(&body)?;
     let parts: Vec<CompletedPart> = request
         .parts
@@ -911,15 +927,19 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
         })
         .collect();
     let info = blocking(|| {
-        match shared
-            .store
-            .complete_multipart_upload_if(&bucket, &key, &upload_id, &parts, None, &condition)
-        {
+        match shared.store.complete_multipart_upload_if(
+            &bucket,
+            &key,
+            &upload_id,
+            &parts,
+            expected.as_ref(),
+            &condition,
+        ) {
             // Completed before (its answer lost on the way): S3 answers the repeat with the
             // same result while the object is the one that completion made.
             Err(StoreError::NoSuchUpload(id)) => shared
                 .store
-                .already_completed(&bucket, &key, &parts)?
+                .already_completed(&bucket, &key, &parts, expected.as_ref())?
                 .ok_or(StoreError::NoSuchUpload(id)),
             other => other,
         }
@@ -935,6 +955,37 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
     };
     x.begin(200, request_id);
     x.send_xml(&doc).await
+}
+
+/// The whole object's checksum a CompleteMultipartUpload declares (`x-amz-checksum-<algorithm>`,
+/// and `x-amz-checksum-type` if given), to be checked against the one its parts combine into.
+fn expected_object_checksum(h: &Headers) -> Result<Option<ExpectedChecksum>, S3Error> {
+    use brisk_wire::checksum::ChecksumAlgorithm as Wire;
+    let Some((algorithm, value)) = Wire::ALL
+        .into_iter()
+        .find_map(|a| Some((a, h.get_str(a.header_name())?)))
+    else {
+        return Ok(None);
+    };
+    let checksum_type = match h.get_str("x-amz-checksum-type") {
+        None => None,
+        Some(v) => Some(
+            match v
+                .trim()
+                .parse()
+                .map_err(|e: brisk_wire::checksum::ChecksumError| {
+                    S3Error::invalid_request(e.to_string())
+                })? {
+                brisk_wire::checksum::ChecksumType::FullObject => ChecksumType::FullObject,
+                brisk_wire::checksum::ChecksumType::Composite => ChecksumType::Composite,
+            },
+        ),
+    };
+    Ok(Some(ExpectedChecksum {
+        algorithm: store_algorithm(algorithm),
+        checksum_type,
+        value: value.trim().to_owned(),
+    }))
 }
 
 /// The completed object's checksum as CompleteMultipartUploadResult shows it.

@@ -85,6 +85,18 @@ pub enum StoreError {
         /// The minimum part size in force.
         min: u64,
     },
+    /// The whole object's checksum a completion request declared is not the one its parts
+    /// combine into (S3 `BadDigest`).
+    #[error("The {algorithm} you specified did not match the calculated checksum")]
+    ChecksumMismatch {
+        /// The algorithm's S3 name (`CRC32`, `SHA256`, ...).
+        algorithm: &'static str,
+    },
+    /// A completion request declared a checksum the upload cannot be checked against: of
+    /// another algorithm or type than the upload was created with, or for an upload created
+    /// with none (S3 `InvalidRequest`).
+    #[error("{0}")]
+    ChecksumNotCheckable(String),
     /// A completion request with no parts (S3 `MalformedXML` in practice).
     #[error("a multipart upload cannot be completed without parts")]
     NoParts,

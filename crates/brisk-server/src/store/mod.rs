@@ -46,8 +46,8 @@ pub use meta::{
     ObjectSummary, PartChecksum, PartLayout,
 };
 pub use multipart::{
-    CompletedPart, MAX_PART_NUMBER, MAX_PARTS_PER_PAGE, MAX_UPLOADS_PER_PAGE, MIN_PART_SIZE,
-    PartInfo, PartsPage, UploadInfo, UploadQuery, UploadsPage,
+    CompletedPart, ExpectedChecksum, MAX_PART_NUMBER, MAX_PARTS_PER_PAGE, MAX_UPLOADS_PER_PAGE,
+    MIN_PART_SIZE, PartInfo, PartsPage, UploadInfo, UploadQuery, UploadsPage,
 };
 pub use names::{MAX_BUCKET_NAME_LEN, MAX_KEY_BYTES, MIN_BUCKET_NAME_LEN};
 pub use object_body::ObjectBody;

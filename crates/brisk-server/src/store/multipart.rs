@@ -357,6 +357,7 @@ impl Store {
         bucket: &str,
         key: &str,
         parts: &[CompletedPart],
+        expected: Option<&ExpectedChecksum>,
     ) -> Result<Option<ObjectInfo>> {
         let info = match self.head_object(bucket, key) {
             Ok(info) => info,
@@ -365,6 +366,9 @@ impl Store {
         };
         let etag = multipart_etag(parts.iter().map(|p| p.etag.as_str()));
         let same = info.parts.len() == parts.len() && same_etag(&info.etag, &etag);
+        if same && let Some(expected) = expected {
+            expected.check(info.checksum.as_ref(), parts.len())?;
+        }
         Ok(same.then_some(info))
     }
 
@@ -379,14 +383,14 @@ impl Store {
         key: &str,
         upload_id: &str,
         parts: &[CompletedPart],
-        checksum: Option<Checksum>,
+        expected: Option<&ExpectedChecksum>,
     ) -> Result<ObjectInfo> {
         self.complete_multipart_upload_if(
             bucket,
             key,
             upload_id,
             parts,
-            checksum,
+            expected,
             &WriteCondition::Always,
         )
     }
@@ -402,7 +406,7 @@ impl Store {
         key: &str,
         upload_id: &str,
         parts: &[CompletedPart],
-        checksum: Option<Checksum>,
+        expected: Option<&ExpectedChecksum>,
         condition: &WriteCondition,
     ) -> Result<ObjectInfo> {
         names::validate_key(key)?;
@@ -453,12 +457,15 @@ impl Store {
             let record = removed.ok_or_else(|| StoreError::NoSuchUpload(upload_id.to_owned()))?;
             meta::decode_upload(record.value())?
         };
-        // The object's checksum: the caller's, or the one S3 gives a multipart object created
-        // with a checksum algorithm, combined from the parts' checksums.
-        let checksum = checksum.or_else(|| {
-            let (algorithm, kind) = upload.checksum_algorithm?;
-            combined_checksum(algorithm, kind, &records)
-        });
+        // The object's checksum: the one S3 gives a multipart object created with a checksum
+        // algorithm, combined from the parts' checksums; what the client declared of it must be
+        // that, or nothing is committed.
+        let checksum = upload
+            .checksum_algorithm
+            .and_then(|(algorithm, kind)| combined_checksum(algorithm, kind, &records));
+        if let Some(expected) = expected {
+            expected.check(checksum.as_ref(), records.len())?;
+        }
         // Every part record of the upload goes, listed or not; the listed ones must still be the
         // versions that were assembled (a concurrent re-upload would have replaced them).
         let mut stored_parts = Vec::new();
@@ -685,6 +692,61 @@ impl Inner {
 /// FULL_OBJECT is the CRC of the whole object, combined from each part's CRC and size (no pass
 /// over the data); COMPOSITE is the checksum of the concatenated part checksums, `<base64>-<parts>`.
 /// `None` when a part was sent without a checksum, or for a combination S3 does not define.
+/// The whole object's checksum a client declared when completing an upload
+/// (`x-amz-checksum-<algorithm>`, and `x-amz-checksum-type` if it said): S3 reads it as the
+/// object's, not as the completion request's XML, and refuses the completion if the parts do not
+/// combine into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedChecksum {
+    /// The algorithm its header named.
+    pub algorithm: ChecksumAlgorithm,
+    /// The type, if the request named one.
+    pub checksum_type: Option<ChecksumType>,
+    /// Its base64 value; a composite one with or without its `-<parts>` suffix.
+    pub value: String,
+}
+
+impl ExpectedChecksum {
+    /// Checks it against `combined`, the checksum the completion makes of `parts` parts.
+    fn check(&self, combined: Option<&Checksum>, parts: usize) -> Result<()> {
+        let Some(combined) = combined else {
+            return Err(StoreError::ChecksumNotCheckable(format!(
+                "the upload was created without a checksum algorithm; its {} cannot be checked",
+                self.algorithm.as_str()
+            )));
+        };
+        if combined.algorithm != self.algorithm {
+            return Err(StoreError::ChecksumNotCheckable(format!(
+                "the upload was created with the {} checksum algorithm, not {}",
+                combined.algorithm.as_str(),
+                self.algorithm.as_str()
+            )));
+        }
+        if self
+            .checksum_type
+            .is_some_and(|kind| kind != combined.checksum_type)
+        {
+            return Err(StoreError::ChecksumNotCheckable(format!(
+                "the upload was created with the {} checksum type",
+                match combined.checksum_type {
+                    ChecksumType::FullObject => "FULL_OBJECT",
+                    ChecksumType::Composite => "COMPOSITE",
+                }
+            )));
+        }
+        let value = self.value.trim();
+        let suffixed = format!("{value}-{parts}");
+        let same = combined.value == value
+            || (combined.checksum_type == ChecksumType::Composite && combined.value == suffixed);
+        if !same {
+            return Err(StoreError::ChecksumMismatch {
+                algorithm: self.algorithm.as_str(),
+            });
+        }
+        Ok(())
+    }
+}
+
 fn combined_checksum(
     algorithm: ChecksumAlgorithm,
     kind: ChecksumType,
