@@ -377,6 +377,45 @@ s3.complete_multipart_upload(Bucket="e2e-bucket", Key="resent", UploadId=mid,
                              MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": second}]})
 check(s3.get_object(Bucket="e2e-bucket", Key="resent")["Body"].read() == b"second, longer body", "the last part sent wins")
 
+# Versions of a bucket that never had versioning, as S3 shows them: each object is the "null",
+# latest version of its key; GetBucketVersioning has no Status; a versionId other than "null" names
+# a version that does not exist (NoSuchVersion), on a GET and on a copy's source, and deleting one
+# deletes nothing. Tools that empty buckets through ListObjectVersions (s3-tests, Terraform) rely on it.
+s3.create_bucket(Bucket="e2e-versions")
+for k in ["a", "b/1", "b/2", "c d", "e"]:
+    s3.put_object(Bucket="e2e-versions", Key=k, Body=k.encode())
+check("Status" not in s3.get_bucket_versioning(Bucket="e2e-versions"), "GetBucketVersioning: never enabled")
+listed = s3.list_object_versions(Bucket="e2e-versions")
+check([(v["Key"], v["VersionId"], v["IsLatest"], v["Size"]) for v in listed["Versions"]]
+      == [("a", "null", True, 1), ("b/1", "null", True, 3), ("b/2", "null", True, 3), ("c d", "null", True, 3),
+          ("e", "null", True, 1)] and "DeleteMarkers" not in listed, f"ListObjectVersions: {listed.get('Versions')}")
+page = s3.list_object_versions(Bucket="e2e-versions", Delimiter="/", MaxKeys=2)
+check([v["Key"] for v in page["Versions"]] == ["a"] and page["CommonPrefixes"] == [{"Prefix": "b/"}]
+      and page["IsTruncated"] and page["NextKeyMarker"] == "b/" and page["NextVersionIdMarker"] == "null",
+      f"ListObjectVersions pages with a delimiter: {page}")
+page = s3.list_object_versions(Bucket="e2e-versions", Delimiter="/", MaxKeys=2, KeyMarker=page["NextKeyMarker"],
+                               VersionIdMarker=page["NextVersionIdMarker"])
+check([v["Key"] for v in page["Versions"]] == ["c d", "e"] and not page["IsTruncated"], f"its second page: {page}")
+check(error_code(s3.list_object_versions, Bucket="e2e-versions", VersionIdMarker="null")[0] == "InvalidArgument",
+      "a version-id marker without a key marker → InvalidArgument")
+check(s3.get_object(Bucket="e2e-versions", Key="a", VersionId="null")["Body"].read() == b"a", "GET versionId=null")
+check(error_code(s3.get_object, Bucket="e2e-versions", Key="a", VersionId="3HL4kqtJlcpXroDTDmJ")
+      == ("NoSuchVersion", 404), "GET of another version → NoSuchVersion, not the object")
+check(error_code(s3.copy_object, Bucket="e2e-versions", Key="copy",
+                 CopySource={"Bucket": "e2e-versions", "Key": "a", "VersionId": "xyz"})[0] == "NoSuchVersion",
+      "a copy from another version → NoSuchVersion")
+s3.delete_object(Bucket="e2e-versions", Key="a", VersionId="xyz")
+check(s3.head_object(Bucket="e2e-versions", Key="a")["ContentLength"] == 1, "deleting another version leaves the object")
+deleted = s3.delete_objects(Bucket="e2e-versions", Delete={"Objects": [
+    {"Key": "a", "VersionId": "null"}, {"Key": "b/1", "VersionId": "other"}, {"Key": "e"}]})
+check(sorted((d["Key"], d.get("VersionId")) for d in deleted["Deleted"]) == [("a", "null"), ("b/1", "other"), ("e", None)],
+      f"DeleteObjects reports each entry with its version: {deleted}")
+check([v["Key"] for v in s3.list_object_versions(Bucket="e2e-versions")["Versions"]] == ["b/1", "b/2", "c d"],
+      "the null versions went, the other version's object stayed")
+check(error_code(s3.put_bucket_versioning, Bucket="e2e-versions",
+                 VersioningConfiguration={"Status": "Enabled"})[0] == "NotImplemented",
+      "PutBucketVersioning → NotImplemented")
+
 # Conditional CompleteMultipartUpload: If-None-Match: * and If-Match: <etag>, checked when the
 # upload completes. A refused completion leaves the object and the upload as they were.
 def one_part_upload(key, data):

@@ -9,8 +9,9 @@ use brisk_wire::xml::{
     BucketEntry, ChecksumFields, CompleteMultipartUpload, CompleteMultipartUploadResult,
     CopyObjectResult, CopyPartResult, Delete, DeleteError, DeleteResult, DeletedObject,
     EncodingType, InitiateMultipartUploadResult, ListAllMyBucketsResult, ListBucketHeader,
-    ListMultipartUploadsResult, ListPartsResult, ListVersion, LocationConstraint, ObjectEntry,
-    Owner, PartEntry, UploadEntry, XmlDocument, write_list_bucket_result,
+    ListMultipartUploadsResult, ListPartsResult, ListVersion, ListVersionsHeader,
+    LocationConstraint, NULL_VERSION_ID, ObjectEntry, ObjectIdentifier, Owner, PartEntry,
+    UploadEntry, XmlDocument, XmlWriter, write_list_bucket_result, write_list_versions_result,
 };
 use time::OffsetDateTime;
 
@@ -20,9 +21,9 @@ use crate::direct::BodyWriter;
 use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
-    Precondition, RangeRequest, attributes_from, check_preconditions, copy_source_refused,
-    parse_copy_source, part_span, store_algorithm, wire_algorithm, wire_checksum_type,
-    write_checksum_fields, write_object_fields,
+    Precondition, RangeRequest, attributes_from, check_preconditions, check_version_id,
+    copy_source_refused, parse_copy_source, part_span, store_algorithm, wire_algorithm,
+    wire_checksum_type, write_checksum_fields, write_object_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -92,6 +93,23 @@ pub async fn handle(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
             x.begin(200, r.request_id);
             x.send_xml(&doc).await
         }
+        GetBucketVersioning => {
+            // Never enabled: S3 answers a bucket that never had versioning with an empty
+            // configuration (no Status).
+            blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
+            x.xml.clear();
+            let mut w =
+                XmlWriter::new(&mut x.xml).map_err(|e| S3Error::invalid_argument(e.to_string()))?;
+            w.root(
+                "VersioningConfiguration",
+                Some(brisk_wire::xml::S3_NAMESPACE),
+            )
+            .and_then(|()| w.finish("VersioningConfiguration").map(drop))
+            .map_err(|e| S3Error::invalid_argument(e.to_string()))?;
+            x.begin(200, r.request_id);
+            x.send_xml_buffer().await
+        }
+        ListObjectVersions => list_versions(x, &r).await,
         ListObjectsV1 | ListObjectsV2 => list_objects(x, &r).await,
         ListMultipartUploads => list_uploads(x, &r).await,
         DeleteObjects => delete_objects(x, r).await,
@@ -100,7 +118,15 @@ pub async fn handle(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
         GetObject => get_object(x, &r, false).await,
         HeadObject => get_object(x, &r, true).await,
         DeleteObject => {
-            blocking(|| r.shared.store.delete_object(&r.route.bucket, &r.route.key))?;
+            // A version other than the one there is does not exist: deleting it deletes nothing
+            // and succeeds, as deleting a missing key does.
+            match r.route.query.get("versionId") {
+                None | Some(NULL_VERSION_ID) => {
+                    blocking(|| r.shared.store.delete_object(&r.route.bucket, &r.route.key))?;
+                }
+                Some("") => check_version_id(Some(""), &r.route.key)?,
+                Some(_) => {}
+            }
             x.begin(204, r.request_id);
             x.send_head_only().await
         }
@@ -364,6 +390,75 @@ async fn list_objects(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
     x.send_xml_buffer().await
 }
 
+/// ListObjectVersions: the listing of ListObjects, each object its key's only version (`null`,
+/// the latest). `key-marker` pages as ListObjects' `marker`; a `version-id-marker` must come with
+/// a key marker, as S3 requires, and there is no later version of a key to resume within.
+async fn list_versions(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    let q = &r.route.query;
+    let max_keys = parse_max(q, "max-keys", MAX_KEYS_PER_PAGE)?;
+    let encoding = encoding_type(q)?;
+    let prefix = q.get("prefix").unwrap_or_default().to_owned();
+    let delimiter = q
+        .get("delimiter")
+        .filter(|d| !d.is_empty())
+        .map(str::to_owned);
+    let key_marker = q.get("key-marker").unwrap_or_default().to_owned();
+    let version_id_marker = q.get("version-id-marker").unwrap_or_default().to_owned();
+    if !version_id_marker.is_empty() && key_marker.is_empty() {
+        return Err(S3Error::invalid_argument(
+            "A version-id marker cannot be specified without a key marker.",
+        ));
+    }
+    let query = ListQuery {
+        prefix: prefix.clone(),
+        delimiter: delimiter.clone(),
+        start_after: (!key_marker.is_empty()).then(|| key_marker.clone()),
+        continuation_token: None,
+        max_keys,
+    };
+    let page = if max_keys == 0 {
+        blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
+        Default::default()
+    } else {
+        blocking(|| r.shared.store.list_objects(&r.route.bucket, &query))?
+    };
+    let versions: Vec<ObjectEntry> = page
+        .objects
+        .into_iter()
+        .map(|o| ObjectEntry {
+            key: o.key,
+            last_modified: xml_time(o.last_modified),
+            etag: o.etag,
+            size: o.size,
+            storage_class: Some("STANDARD".to_owned()),
+            checksum_algorithm: None,
+            checksum_type: None,
+            owner: Some(owner()),
+        })
+        .collect();
+    let header = ListVersionsHeader {
+        name: r.route.bucket.clone(),
+        prefix,
+        key_marker,
+        version_id_marker,
+        next_key_marker: page.next_marker.filter(|_| page.is_truncated),
+        delimiter,
+        max_keys: max_keys as u32,
+        is_truncated: page.is_truncated,
+        encoding_type: encoding,
+    };
+    x.xml.clear();
+    write_list_versions_result(
+        &mut x.xml,
+        &header,
+        &versions,
+        page.common_prefixes.iter().map(String::as_str),
+    )
+    .map_err(|e| S3Error::invalid_argument(e.to_string()))?;
+    x.begin(200, r.request_id);
+    x.send_xml_buffer().await
+}
+
 async fn list_uploads(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
     let q = &r.route.query;
     let max_uploads = parse_max(q, "max-uploads", crate::store::MAX_UPLOADS_PER_PAGE)?;
@@ -424,14 +519,31 @@ async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error>
     let (shared, request_id) = (r.shared, r.request_id);
     let body = read_small_body(x, r, false).await?;
     let delete = Delete::parse(&body)?;
-    let keys: Vec<&str> = delete.objects.iter().map(|o| o.key.as_str()).collect();
-    let outcomes = blocking(|| shared.store.delete_objects(&bucket, &keys))?;
+    // An entry naming a version other than the one there is deletes nothing and is reported
+    // deleted, as DeleteObject answers it; one naming `null` deletes the object.
+    let one_there_is = |o: &&ObjectIdentifier| {
+        o.version_id
+            .as_deref()
+            .is_none_or(|id| id == NULL_VERSION_ID)
+    };
+    let keys: Vec<&str> = delete
+        .objects
+        .iter()
+        .filter(one_there_is)
+        .map(|o| o.key.as_str())
+        .collect();
+    let mut outcomes = blocking(|| shared.store.delete_objects(&bucket, &keys))?.into_iter();
     let mut result = DeleteResult::default();
-    for (object, outcome) in delete.objects.iter().zip(outcomes) {
+    for object in &delete.objects {
+        let outcome = if one_there_is(&object) {
+            outcomes.next().unwrap_or(Ok(()))
+        } else {
+            Ok(())
+        };
         match outcome {
             Ok(()) if !delete.quiet => result.deleted.push(DeletedObject {
                 key: object.key.clone(),
-                version_id: None,
+                version_id: object.version_id.clone(),
                 delete_marker: None,
                 delete_marker_version_id: None,
             }),
@@ -440,7 +552,7 @@ async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error>
                 let e = S3Error::from(e);
                 result.errors.push(DeleteError {
                     key: object.key.clone(),
-                    version_id: None,
+                    version_id: object.version_id.clone(),
                     code: e.code.as_str().to_owned(),
                     message: e.message,
                 });
@@ -621,6 +733,7 @@ async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
 }
 
 async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Result<(), S3Error> {
+    check_version_id(r.route.query.get("versionId"), &r.route.key)?;
     let h = r.head.headers();
     let part_number =
         match r.route.query.get("partNumber") {

@@ -5,6 +5,7 @@ use brisk_wire::S3ErrorCode;
 use std::time::SystemTime;
 
 use brisk_wire::http::{Headers, RequestHead};
+use brisk_wire::xml::NULL_VERSION_ID;
 
 use crate::error::S3Error;
 use crate::exchange::set;
@@ -364,21 +365,48 @@ pub fn copy_source_refused(h: &Headers, info: &ObjectInfo) -> Option<&'static st
 }
 
 /// Parses `x-amz-copy-source` (`bucket/key` or `/bucket/key`, percent-encoded, optionally with
-/// `?versionId=`) into bucket and key.
+/// `?versionId=`, which must name the one version there is: [`check_version_id`]) into bucket
+/// and key.
 pub fn parse_copy_source(value: &str) -> Result<(String, String), S3Error> {
     let value = value.trim();
-    let path = value.split_once('?').map_or(value, |(p, _)| p);
+    let (path, query) = value.split_once('?').unwrap_or((value, ""));
     let decoded = percent_encoding::percent_decode_str(path)
         .decode_utf8()
         .map_err(|_| S3Error::invalid_argument("x-amz-copy-source is not UTF-8"))?;
     let trimmed = decoded.strip_prefix('/').unwrap_or(&decoded);
-    match trimmed.split_once('/') {
+    let (bucket, key) = match trimmed.split_once('/') {
         Some((bucket, key)) if !bucket.is_empty() && !key.is_empty() => {
-            Ok((bucket.to_owned(), key.to_owned()))
+            (bucket.to_owned(), key.to_owned())
         }
-        _ => Err(S3Error::invalid_argument(
-            "x-amz-copy-source must be bucket/key",
+        _ => {
+            return Err(S3Error::invalid_argument(
+                "x-amz-copy-source must be bucket/key",
+            ));
+        }
+    };
+    let version_id = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("versionId="));
+    check_version_id(version_id, &key)?;
+    Ok((bucket, key))
+}
+
+/// Checks the `versionId` a request names. The store keeps one version of each key, which S3
+/// calls `null` in a bucket that never had versioning: naming it names the object, and any other
+/// id names a version that does not exist (`404 NoSuchVersion`) rather than being ignored, which
+/// would answer with, or act on, a version the client did not ask for.
+pub fn check_version_id(version_id: Option<&str>, key: &str) -> Result<(), S3Error> {
+    match version_id {
+        None | Some(NULL_VERSION_ID) => Ok(()),
+        Some("") => Err(S3Error::invalid_argument(
+            "Version id cannot be the empty string",
         )),
+        Some(id) => Err(S3Error::new(
+            S3ErrorCode::NoSuchVersion,
+            format!("The specified version {id:?} of {key:?} does not exist"),
+        )
+        .with("Key", key)
+        .with("VersionId", id)),
     }
 }
 
@@ -418,8 +446,13 @@ mod tests {
     #[test]
     fn copy_sources_are_decoded() {
         assert_eq!(
-            parse_copy_source("/b/a%20b/c?versionId=x").unwrap(),
+            parse_copy_source("/b/a%20b/c?versionId=null").unwrap(),
             ("b".to_owned(), "a b/c".to_owned())
+        );
+        let other = parse_copy_source("/b/k?versionId=3HL4kqtJlcpXroDTDmJ").unwrap_err();
+        assert_eq!(
+            (other.status, other.code),
+            (404, S3ErrorCode::NoSuchVersion)
         );
         assert_eq!(
             parse_copy_source("b/k").unwrap(),

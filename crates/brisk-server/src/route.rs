@@ -1,7 +1,7 @@
 //! From a request line and `Host` to an S3 operation: path-style (`/bucket/key`) and
 //! virtual-hosted-style (`bucket.localhost:9000/key`) addressing, and the query sub-resources that
 //! select an operation (`?uploads`, `?uploadId=`, `?partNumber=`, `?delete`, `?list-type=2`,
-//! `?location`).
+//! `?location`, `?versions`, `?versioning`).
 
 use percent_encoding::percent_decode_str;
 
@@ -16,6 +16,8 @@ pub enum Operation {
     HeadBucket,
     DeleteBucket,
     GetBucketLocation,
+    GetBucketVersioning,
+    ListObjectVersions,
     ListObjectsV1,
     ListObjectsV2,
     ListMultipartUploads,
@@ -61,8 +63,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "select",
     "tagging",
     "torrent",
-    "versioning",
-    "versions",
     "website",
 ];
 
@@ -173,6 +173,18 @@ pub fn route(
             "the ?{name} sub-resource is not implemented"
         )));
     }
+    // The store keeps one version of each key: a bucket's versioning state and its versions can
+    // be read (never enabled; each object the `null` version), not changed.
+    if let Some(name) = ["versioning", "versions"]
+        .into_iter()
+        .find(|s| query.has(s))
+        && !(method == "GET" && !bucket.is_empty() && key.is_empty())
+    {
+        return Err(S3Error::not_implemented(format!(
+            "{method} of the ?{name} sub-resource is not implemented: brisk serve keeps one \
+             version of each key"
+        )));
+    }
     let operation = select(method, &bucket, &key, &query, has_copy_source)?;
     Ok(Route {
         operation,
@@ -204,6 +216,8 @@ fn select(
             "HEAD" => HeadBucket,
             "DELETE" => DeleteBucket,
             "GET" if query.has("location") => GetBucketLocation,
+            "GET" if query.has("versioning") => GetBucketVersioning,
+            "GET" if query.has("versions") => ListObjectVersions,
             "GET" if query.has("uploads") => ListMultipartUploads,
             "GET" if query.get("list-type") == Some("2") => ListObjectsV2,
             "GET" => ListObjectsV1,
@@ -249,6 +263,11 @@ mod tests {
         );
         assert_eq!(op("GET", "/b"), Operation::ListObjectsV1);
         assert_eq!(op("GET", "/b?location"), Operation::GetBucketLocation);
+        assert_eq!(op("GET", "/b?versioning"), Operation::GetBucketVersioning);
+        assert_eq!(
+            op("GET", "/b?versions&prefix=a"),
+            Operation::ListObjectVersions
+        );
         assert_eq!(op("GET", "/b?uploads"), Operation::ListMultipartUploads);
         assert_eq!(op("POST", "/b?delete"), Operation::DeleteObjects);
         assert_eq!(op("POST", "/b/k?uploads"), Operation::CreateMultipartUpload);
@@ -323,6 +342,8 @@ mod tests {
         for (m, t) in [
             ("GET", "/b?acl"),
             ("PUT", "/b/k?tagging"),
+            ("PUT", "/b?versioning"),
+            ("GET", "/b/k?versions"),
             ("POST", "/b/k"),
             ("PATCH", "/b"),
         ] {

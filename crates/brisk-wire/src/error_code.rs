@@ -123,6 +123,8 @@ s3_error_codes! {
     NoSuchKey = 404,
     /// The multipart upload does not exist (aborted or completed).
     NoSuchUpload = 404,
+    /// The version named by `versionId` does not exist.
+    NoSuchVersion = 404,
     /// A bodiless 404 (a HEAD of a missing key or bucket).
     NotFound = 404,
     /// A conditional GET's condition held: nothing changed.

@@ -26,6 +26,7 @@ mod listing;
 mod multipart;
 mod reader;
 mod values;
+mod versions;
 mod writer;
 
 use std::io::Write;
@@ -44,6 +45,7 @@ pub use multipart::{
     ListPartsResult, PartEntry, UploadEntry,
 };
 pub use values::{EncodingType, Owner, format_timestamp, parse_timestamp, url_decode};
+pub use versions::{ListVersionsHeader, NULL_VERSION_ID, write_list_versions_result};
 pub use writer::XmlWriter;
 
 pub(crate) use reader::{XmlReader, check_room, required};
