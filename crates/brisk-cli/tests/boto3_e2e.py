@@ -305,6 +305,24 @@ for kind, value in expected.items():
     h = s3.head_object(Bucket="e2e-bucket", Key=mkey, ChecksumMode="ENABLED")
     check(h.get("ChecksumCRC32") == value and h.get("ChecksumType") == kind,
           f"{kind}: HeadObject returns {h.get('ChecksumCRC32')} {h.get('ChecksumType')}")
+    # One part read alone carries that part's checksum (botocore checks the part's bytes with it).
+    p2 = s3.get_object(Bucket="e2e-bucket", Key=mkey, PartNumber=2, ChecksumMode="ENABLED")
+    check(p2.get("ChecksumCRC32") == crc32_b64(sum2) and p2.get("ChecksumType") == kind
+          and p2["Body"].read() == sum2, f"{kind}: GET partNumber=2 carries part 2's CRC32")
+    # GetObjectAttributes: the object's checksum, size and ETag, and a page of its parts.
+    attrs = s3.get_object_attributes(Bucket="e2e-bucket", Key=mkey,
+                                     ObjectAttributes=["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"])
+    check(attrs["ETag"] == done["ETag"].strip('"') and attrs["ObjectSize"] == len(sum1) + len(sum2)
+          and attrs["Checksum"] == {"ChecksumCRC32": value, "ChecksumType": kind} and attrs["StorageClass"] == "STANDARD",
+          f"{kind}: GetObjectAttributes: {attrs}")
+    parts_seen = attrs["ObjectParts"]
+    check(parts_seen["TotalPartsCount"] == 2 and not parts_seen["IsTruncated"]
+          and [(p["PartNumber"], p["Size"], p["ChecksumCRC32"]) for p in parts_seen["Parts"]]
+          == [(1, len(sum1), crc32_b64(sum1)), (2, len(sum2), crc32_b64(sum2))], f"{kind}: its parts: {parts_seen}")
+    page = s3.get_object_attributes(Bucket="e2e-bucket", Key=mkey, ObjectAttributes=["ObjectParts"], MaxParts=1)
+    check(page["ObjectParts"]["IsTruncated"] and page["ObjectParts"]["NextPartNumberMarker"] == 1
+          and [p["PartNumber"] for p in page["ObjectParts"]["Parts"]] == [1] and "ETag" not in page,
+          f"{kind}: a page of one part, and only the attributes asked for: {page}")
 # An upload created with no checksum algorithm has no object checksum to check a declared one against.
 mid = s3.create_multipart_upload(Bucket="e2e-bucket", Key="mp-no-sum")["UploadId"]
 r = s3.upload_part(Bucket="e2e-bucket", Key="mp-no-sum", UploadId=mid, PartNumber=1, Body=b"only part")
@@ -399,6 +417,10 @@ check([v["Key"] for v in page["Versions"]] == ["c d", "e"] and not page["IsTrunc
 check(error_code(s3.list_object_versions, Bucket="e2e-versions", VersionIdMarker="null")[0] == "InvalidArgument",
       "a version-id marker without a key marker → InvalidArgument")
 check(s3.get_object(Bucket="e2e-versions", Key="a", VersionId="null")["Body"].read() == b"a", "GET versionId=null")
+single = s3.get_object_attributes(Bucket="e2e-versions", Key="a", ObjectAttributes=["ObjectParts", "ObjectSize"])
+check(single["ObjectSize"] == 1 and "ObjectParts" not in single, f"GetObjectAttributes of a single PUT: no parts: {single}")
+check(error_code(s3.get_object_attributes, Bucket="e2e-versions", Key="a", ObjectAttributes=["Colour"])[0]
+      == "InvalidArgument", "GetObjectAttributes of an unknown attribute → InvalidArgument")
 check(error_code(s3.get_object, Bucket="e2e-versions", Key="a", VersionId="3HL4kqtJlcpXroDTDmJ")
       == ("NoSuchVersion", 404), "GET of another version → NoSuchVersion, not the object")
 check(error_code(s3.copy_object, Bucket="e2e-versions", Key="copy",

@@ -154,6 +154,27 @@ pub fn write_checksum_fields(h: &mut Headers, info: &ObjectInfo) {
     }
 }
 
+/// Writes part `part_number`'s checksum (`x-amz-checksum-<algorithm>` of the part's bytes, and the
+/// object's `x-amz-checksum-type`), as S3 answers a GET or HEAD of one part of a multipart object
+/// with checksums; nothing for an object without them.
+pub fn write_part_checksum_fields(h: &mut Headers, info: &ObjectInfo, part_number: u32) {
+    let part = usize::try_from(part_number)
+        .ok()
+        .and_then(|n| info.parts.get(n.checked_sub(1)?));
+    if let (Some(c), Some(value)) = (&info.checksum, part.and_then(|p| p.checksum.as_ref())) {
+        let name = format!(
+            "x-amz-checksum-{}",
+            c.algorithm.as_str().to_ascii_lowercase()
+        );
+        let _ = h.set(&name, value.as_str());
+        let kind = match c.checksum_type {
+            ChecksumType::FullObject => "FULL_OBJECT",
+            ChecksumType::Composite => "COMPOSITE",
+        };
+        set(h, "x-amz-checksum-type", kind);
+    }
+}
+
 /// The store's algorithm for one of the wire's.
 pub fn store_algorithm(a: brisk_wire::checksum::ChecksumAlgorithm) -> ChecksumAlgorithm {
     use brisk_wire::checksum::ChecksumAlgorithm as W;

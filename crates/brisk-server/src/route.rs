@@ -25,6 +25,7 @@ pub enum Operation {
     PutObject,
     CopyObject,
     GetObject,
+    GetObjectAttributes,
     HeadObject,
     DeleteObject,
     CreateMultipartUpload,
@@ -41,7 +42,6 @@ const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "accelerate",
     "acl",
     "analytics",
-    "attributes",
     "cors",
     "encryption",
     "intelligent-tiering",
@@ -231,6 +231,7 @@ fn select(
         "PUT" if upload => UploadPart,
         "PUT" if has_copy_source => CopyObject,
         "PUT" => PutObject,
+        "GET" if query.has("attributes") => GetObjectAttributes,
         "GET" if upload => ListParts,
         "GET" => GetObject,
         "HEAD" => HeadObject,
@@ -285,6 +286,7 @@ mod tests {
         );
         assert_eq!(op("GET", "/b/k?uploadId=x"), Operation::ListParts);
         assert_eq!(op("GET", "/b/k?x-id=GetObject"), Operation::GetObject);
+        assert_eq!(op("GET", "/b/k?attributes"), Operation::GetObjectAttributes);
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl ChecksumFields {
         }
     }
 
-    fn write<W: Write>(&self, w: &mut XmlWriter<W>) -> Result<(), XmlWriteError> {
+    pub(super) fn write<W: Write>(&self, w: &mut XmlWriter<W>) -> Result<(), XmlWriteError> {
         for algorithm in ChecksumAlgorithm::ALL {
             w.opt_text(algorithm.xml_element(), self.get(algorithm))?;
         }
