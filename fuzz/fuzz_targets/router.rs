@@ -21,15 +21,14 @@ const BASE_DOMAIN: &str = "localhost";
 fn shape(op: Operation) -> (&'static str, bool) {
     use Operation::*;
     match op {
-        ListBuckets | GetBucketLocation | ListObjectsV1 | ListObjectsV2 | ListMultipartUploads => {
-            ("GET", false)
-        }
+        ListBuckets | GetBucketLocation | GetBucketVersioning | ListObjectVersions
+        | ListObjectsV1 | ListObjectsV2 | ListMultipartUploads => ("GET", false),
         CreateBucket => ("PUT", false),
         HeadBucket => ("HEAD", false),
         DeleteBucket => ("DELETE", false),
         DeleteObjects => ("POST", false),
         PutObject | CopyObject | UploadPart | UploadPartCopy => ("PUT", true),
-        GetObject | ListParts => ("GET", true),
+        GetObject | GetObjectAttributes | ListParts => ("GET", true),
         HeadObject => ("HEAD", true),
         DeleteObject | AbortMultipartUpload => ("DELETE", true),
         CreateMultipartUpload | CompleteMultipartUpload => ("POST", true),
