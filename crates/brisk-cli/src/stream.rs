@@ -8,7 +8,8 @@
 //! - Between services (`s3://` to `az://` and back): the same GET read into one pooled block and
 //!   written into a 1 MiB pipe that the destination's streaming upload reads its parts from
 //!   ([`relay`]).
-//! - From stdin: [`Client::upload_reader`](brisk_client::Client::upload_reader): one PUT if stdin ends
+//! - From stdin: [`Client::upload_from_read`](brisk_client::Client::upload_from_read), each part
+//!   read on the blocking pool straight into its block: one PUT if stdin ends
 //!   within the first part, else a multipart upload of pooled blocks with `--concurrency` parts in
 //!   flight while the next is read; any failure aborts it. Memory: `(concurrency + 1) × part`, and
 //!   never more than the budget (parts wait for blocks).
@@ -187,15 +188,21 @@ impl AsyncRead for FailableEnd {
     }
 }
 
-/// Uploads stdin to `url`; returns the bytes read.
+/// Uploads stdin to `url`; returns the bytes read. Each part is read from a duplicate of the stdin
+/// descriptor on the blocking pool, straight into its pooled block (tokio's `Stdin` would read
+/// into a buffer of its own and copy from it).
 pub async fn stdin_to_object(ctx: &Context, url: &ObjectUrl) -> Result<u64, CliError> {
+    let stdin = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| CliError::local("read stdin", e))?;
     let progress = Progress::new(None, &url.to_string(), ctx.quiet);
     let result = ctx
         .client(url)?
-        .upload_reader(
+        .upload_from_read(
             &url.bucket,
             &url.key,
-            &mut tokio::io::stdin(),
+            std::fs::File::from(stdin),
             ctx.transfer_options(Some(progress.counter())),
         )
         .await;

@@ -768,12 +768,9 @@ impl Client {
         let source = path.to_owned();
         let file = tokio::task::spawn_blocking(move || std::fs::File::open(source))
             .await
-            .map_err(|e| Error::UnexpectedResponse {
-                what: format!("file open task failed: {e}"),
-            })?
+            .map_err(failed_file_task)?
             .map_err(|e| file_error(path, "opening", e))?;
-        let mut reader = tokio::fs::File::from_std(file);
-        self.upload_reader(bucket, key, &mut reader, options).await
+        self.upload_from_read(bucket, key, file, options).await
     }
 
     /// [`download`](Self::download) to a destination that exists and is not a regular file

@@ -1,6 +1,10 @@
-//! [`Client::upload_reader`]: uploads from an [`AsyncRead`] whose length is not known in advance.
+//! [`Client::upload_reader`]: uploads from an [`AsyncRead`] whose length is not known in advance;
+//! [`Client::upload_from_read`] from a blocking [`std::io::Read`] (stdin, a pipe, a device).
 //!
-//! The reader is read into pooled blocks one part at a time. If it ends within the first part, the
+//! The reader is read into pooled blocks one part at a time: an async reader on the runtime, a
+//! blocking one on the blocking pool with the block moved there and back, so its bytes land in the
+//! part straight from the read (tokio's `Stdin` or `File` would read into a buffer of their own
+//! and copy from it). If it ends within the first part, the
 //! object is one PUT from that block; otherwise a multipart upload starts and each full block becomes
 //! a part, with up to `parts_in_flight` parts being sent while the next one is read.
 //!
@@ -55,13 +59,39 @@ impl Client {
         reader: &mut R,
         options: TransferOptions,
     ) -> Result<UploadResult> {
+        self.upload_source(bucket, key, Source::Async(reader), options)
+            .await
+    }
+
+    /// [`upload_reader`](Self::upload_reader) from a blocking reader (stdin, a named pipe, a
+    /// device, a socket): each part is read on the blocking pool straight into its pooled block,
+    /// so a slow reader never holds up the runtime and no bytes pass through a buffer of the
+    /// reader's own. Returns what `upload_reader` returns.
+    pub async fn upload_from_read<R: std::io::Read + Send + 'static>(
+        &self,
+        bucket: &str,
+        key: &str,
+        reader: R,
+        options: TransferOptions,
+    ) -> Result<UploadResult> {
+        let source: Source<'_, tokio::io::Empty> = Source::Blocking(Some(Box::new(reader)));
+        self.upload_source(bucket, key, source, options).await
+    }
+
+    async fn upload_source<R: AsyncRead + Unpin>(
+        &self,
+        bucket: &str,
+        key: &str,
+        mut reader: Source<'_, R>,
+        options: TransferOptions,
+    ) -> Result<UploadResult> {
         check_bucket(bucket)?;
         check_key(key)?;
         crate::transfer::check_upload_options(&options)?;
         let options = self.with_dialect_checksum(options);
         let first_size = stream_part_size(options.part_size, 1);
         let block = self.buffer_pool().get(first_size).await?;
-        let (block, len) = fill(reader, block, first_size).await?;
+        let (block, len) = reader.fill(block, first_size).await?;
         if len < first_size {
             let put = self
                 .put_with(
@@ -86,7 +116,7 @@ impl Client {
             .create_multipart_upload(bucket, key, options.checksum)
             .await?;
         let sent = self
-            .send_stream_parts(bucket, key, &upload_id, reader, block, &options)
+            .send_stream_parts(bucket, key, &upload_id, &mut reader, block, &options)
             .await;
         let completed = match sent {
             Ok((parts, size)) => {
@@ -118,7 +148,7 @@ impl Client {
         bucket: &str,
         key: &str,
         upload_id: &str,
-        reader: &mut R,
+        reader: &mut Source<'_, R>,
         first: PooledBlock,
         options: &TransferOptions,
     ) -> Result<(Vec<CompletedPart>, u64)> {
@@ -173,7 +203,7 @@ impl Client {
                 // A part shorter than its size was the last one.
                 let wanted = stream_part_size(options.part_size, part_number);
                 let block = self.buffer_pool().get(wanted).await?;
-                let (block, read) = fill(reader, block, wanted).await?;
+                let (block, read) = reader.fill(block, wanted).await?;
                 if read > 0 {
                     next = Some((block, read));
                 }
@@ -192,28 +222,66 @@ impl Client {
     }
 }
 
-/// Reads from `reader` into `block` until `len` bytes or the end of the stream; returns the block
-/// and how many bytes it holds.
-async fn fill<R: AsyncRead + Unpin>(
-    reader: &mut R,
-    mut block: PooledBlock,
-    len: usize,
-) -> Result<(PooledBlock, usize)> {
-    let mut filled = 0;
-    while filled < len {
-        let n = reader
-            .read(&mut block[filled..len])
-            .await
-            .map_err(|source| Error::File {
-                what: format!("reading the upload stream after {filled} bytes of a part"),
-                source,
-            })?;
-        if n == 0 {
-            break;
+/// Where a stream upload's parts come from.
+enum Source<'r, R> {
+    /// An async reader, read on the runtime.
+    Async(&'r mut R),
+    /// A blocking reader, read on the blocking pool (taken out while a read runs there).
+    Blocking(Option<Box<dyn std::io::Read + Send>>),
+}
+
+impl<R: AsyncRead + Unpin> Source<'_, R> {
+    /// Reads into `block` until `len` bytes or the end of the stream; returns the block and how
+    /// many bytes it holds.
+    async fn fill(&mut self, mut block: PooledBlock, len: usize) -> Result<(PooledBlock, usize)> {
+        let failed = |filled: usize, source| Error::File {
+            what: format!("reading the upload stream after {filled} bytes of a part"),
+            source,
+        };
+        match self {
+            Self::Async(reader) => {
+                let mut filled = 0;
+                while filled < len {
+                    let n = reader
+                        .read(&mut block[filled..len])
+                        .await
+                        .map_err(|e| failed(filled, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    filled += n;
+                }
+                Ok((block, filled))
+            }
+            Self::Blocking(slot) => {
+                let mut reader = slot.take().ok_or_else(|| Error::UnexpectedResponse {
+                    what: "the upload stream's reader was lost by a failed read".into(),
+                })?;
+                let (reader, block, read) = tokio::task::spawn_blocking(move || {
+                    let mut filled = 0;
+                    let read = loop {
+                        if filled == len {
+                            break Ok(filled);
+                        }
+                        match reader.read(&mut block[filled..len]) {
+                            Ok(0) => break Ok(filled),
+                            Ok(n) => filled += n,
+                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                            Err(e) => break Err((filled, e)),
+                        }
+                    };
+                    (reader, block, read)
+                })
+                .await
+                .map_err(|e| Error::UnexpectedResponse {
+                    what: format!("upload stream read task failed: {e}"),
+                })?;
+                *slot = Some(reader);
+                let filled = read.map_err(|(filled, e)| failed(filled, e))?;
+                Ok((block, filled))
+            }
         }
-        filled += n;
     }
-    Ok((block, filled))
 }
 
 #[cfg(test)]

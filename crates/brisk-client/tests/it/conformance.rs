@@ -700,8 +700,9 @@ async fn streamed_reads_reassemble_the_object() {
     .await;
 }
 
-/// `upload_reader`: a stream that ends within the first part is one PUT; a longer one is a multipart
-/// upload whose last part is the rest.
+/// `upload_reader` and `upload_from_read` (a blocking reader, read on the blocking pool): a stream
+/// that ends within the first part is one PUT; a longer one is a multipart upload whose last part
+/// is the rest.
 #[tokio::test]
 async fn uploads_from_a_reader_of_unknown_length() {
     use brisk_client::{TransferOptions, TransferProgress};
@@ -717,17 +718,24 @@ async fn uploads_from_a_reader_of_unknown_length() {
         };
         let mut total = 0u64;
         for (len, parts) in [(0usize, 1u32), (1_000, 1), (12 * 1024 * 1024 + 3, 3)] {
-            let body = pattern(len, 11);
-            let key = format!("r{len}");
-            let mut reader = &body[..];
-            let result = c
-                .upload_reader(&bucket, &key, &mut reader, options.clone())
-                .await
+            for blocking in [false, true] {
+                let body = pattern(len, 11);
+                let key = format!("r{len}-{blocking}");
+                let result = if blocking {
+                    let reader = std::io::Cursor::new(body.clone());
+                    c.upload_from_read(&bucket, &key, reader, options.clone())
+                        .await
+                } else {
+                    let mut reader = &body[..];
+                    c.upload_reader(&bucket, &key, &mut reader, options.clone())
+                        .await
+                }
                 .unwrap();
-            assert_eq!((result.size, result.parts), (len as u64, parts));
-            assert_eq!(sent.bytes(), total + len as u64, "counted once, as sent");
-            total += len as u64;
-            assert!(c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..]);
+                assert_eq!((result.size, result.parts), (len as u64, parts));
+                assert_eq!(sent.bytes(), total + len as u64, "counted once, as sent");
+                total += len as u64;
+                assert!(c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..]);
+            }
         }
     })
     .await;

@@ -969,6 +969,19 @@ impl tokio::io::AsyncRead for FailingReader {
     }
 }
 
+/// The same source as a blocking reader, for `upload_from_read`.
+impl std::io::Read for FailingReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.good == 0 {
+            return Err(std::io::Error::other("source went away"));
+        }
+        let n = self.good.min(buf.len());
+        buf[..n].fill(3);
+        self.good -= n;
+        Ok(n)
+    }
+}
+
 #[tokio::test]
 async fn a_failing_upload_stream_aborts_its_multipart_upload() {
     bounded(async {
@@ -1007,15 +1020,28 @@ async fn a_failing_upload_stream_aborts_its_multipart_upload() {
             good: 6 * 1024 * 1024,
         };
         let err = c
-            .upload_reader("bucket", "key", &mut reader, options)
+            .upload_reader("bucket", "key", &mut reader, options.clone())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("source went away"), "{err}");
+        // And from a blocking reader, read on the blocking pool.
+        let blocking = FailingReader {
+            good: 6 * 1024 * 1024,
+        };
+        let err = c
+            .upload_from_read("bucket", "key", blocking, options)
             .await
             .unwrap_err();
         assert!(err.to_string().contains("source went away"), "{err}");
         let seen = seen.lock().unwrap();
         let methods: Vec<&str> = seen.iter().map(|s| s.method.as_str()).collect();
+        let aborts = seen
+            .iter()
+            .filter(|s| s.method == "DELETE" && s.target == "/bucket/key?uploadId=UP2")
+            .count();
         assert_eq!(methods.first(), Some(&"POST"));
         assert_eq!(methods.last(), Some(&"DELETE"));
-        assert_eq!(seen.last().unwrap().target, "/bucket/key?uploadId=UP2");
+        assert_eq!(aborts, 2, "each failed upload aborted: {methods:?}");
     })
     .await;
 }
