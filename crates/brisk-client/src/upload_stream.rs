@@ -1,5 +1,6 @@
 //! [`Client::upload_reader`]: uploads from an [`AsyncRead`] whose length is not known in advance;
-//! [`Client::upload_from_read`] from a blocking [`std::io::Read`] (stdin, a pipe, a device).
+//! [`Client::upload_from_read`] from a blocking [`std::io::Read`] (stdin, a pipe, a device);
+//! [`Client::upload_object_stream`] from an object being read (a copy between services).
 //!
 //! The reader is read into pooled blocks one part at a time: an async reader on the runtime, a
 //! blocking one on the blocking pool with the block moved there and back, so its bytes land in the
@@ -34,6 +35,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::objects::PutOptions;
 use crate::request::{check_bucket, check_key};
+use crate::stream::ObjectStream;
 use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult, next_finished_part};
 
 /// Parts between doublings of the part size of a stream of unknown length: 1,000. With 5 MiB parts
@@ -75,6 +77,23 @@ impl Client {
         options: TransferOptions,
     ) -> Result<UploadResult> {
         let source: Source<'_, tokio::io::Empty> = Source::Blocking(Some(Box::new(reader)));
+        self.upload_source(bucket, key, source, options).await
+    }
+
+    /// Uploads what `source` (an object being read, from this client or another: another
+    /// service, account or endpoint) yields to `bucket`/`key`, each part read from the source's
+    /// connection straight into its pooled block: a copy between services with no buffer between
+    /// the two sides. The source's stored checksum is checked as it ends (before the upload
+    /// completes), and a source that fails, or whose bytes do not match, fails the upload, which
+    /// is aborted. Returns what [`upload_reader`](Self::upload_reader) returns.
+    pub async fn upload_object_stream(
+        &self,
+        bucket: &str,
+        key: &str,
+        source: ObjectStream,
+        options: TransferOptions,
+    ) -> Result<UploadResult> {
+        let source: Source<'_, tokio::io::Empty> = Source::Object(Box::new(source));
         self.upload_source(bucket, key, source, options).await
     }
 
@@ -228,6 +247,8 @@ enum Source<'r, R> {
     Async(&'r mut R),
     /// A blocking reader, read on the blocking pool (taken out while a read runs there).
     Blocking(Option<Box<dyn std::io::Read + Send>>),
+    /// An object being read.
+    Object(Box<ObjectStream>),
 }
 
 impl<R: AsyncRead + Unpin> Source<'_, R> {
@@ -246,6 +267,17 @@ impl<R: AsyncRead + Unpin> Source<'_, R> {
                         .read(&mut block[filled..len])
                         .await
                         .map_err(|e| failed(filled, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    filled += n;
+                }
+                Ok((block, filled))
+            }
+            Self::Object(stream) => {
+                let mut filled = 0;
+                while filled < len {
+                    let n = stream.read(&mut block[filled..len]).await?;
                     if n == 0 {
                         break;
                     }

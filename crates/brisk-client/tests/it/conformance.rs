@@ -741,6 +741,31 @@ async fn uploads_from_a_reader_of_unknown_length() {
     .await;
 }
 
+/// `upload_object_stream`: an object read with `get_stream` is uploaded part by part from the
+/// source's connection (here one server to itself, as between two services), byte for byte.
+#[tokio::test]
+async fn an_object_stream_uploads_as_a_copy() {
+    use brisk_client::TransferOptions;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "restream").await;
+        let body = pattern(11 * 1024 * 1024 + 5, 4);
+        c.put(&bucket, "source", &body).await.unwrap();
+        let source = c.get_stream(&bucket, "source").await.unwrap();
+        let options = TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            ..TransferOptions::default()
+        };
+        let copied = c
+            .upload_object_stream(&bucket, "copy", source, options)
+            .await
+            .unwrap();
+        assert_eq!((copied.size, copied.parts), (body.len() as u64, 3));
+        assert!(c.get_bytes(&bucket, "copy").await.unwrap()[..] == body[..]);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn list_buckets_sees_a_created_bucket() {
     bounded(STEP, async {

@@ -540,6 +540,77 @@ async fn damaged_bytes_are_an_error_not_data() {
     .await;
 }
 
+/// `upload_object_stream` from a source whose bytes do not match its stored checksum: the
+/// mismatch is found as the source ends, before the upload completes, and the upload is aborted
+/// (no CompleteMultipartUpload is sent, so no damaged object appears).
+#[tokio::test]
+async fn a_copy_from_a_damaged_source_is_aborted_not_completed() {
+    bounded(async {
+        const SIZE: usize = 6 * 1024 * 1024 + 17;
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            let target = head.target().to_owned();
+            match head.method() {
+                "GET" => {
+                    let mut body = vec![7u8; SIZE];
+                    let stored = brisk_client::UploadChecksum::Crc32c.compute(&body);
+                    body[SIZE - 1] = 8;
+                    Action::Respond {
+                        status: 200,
+                        headers: vec![("etag", "\"e1\"".into()), ("x-amz-checksum-crc32c", stored)],
+                        body,
+                    }
+                }
+                "POST" if target.ends_with("?uploads=") => Action::Respond {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<InitiateMultipartUploadResult><Bucket>dst</Bucket><Key>copy</Key><UploadId>UP3</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                "PUT" => object(b"", "\"part\""),
+                "DELETE" => Action::Respond {
+                    status: 204,
+                    headers: vec![],
+                    body: vec![],
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let source = c.get_stream("src", "object").await.unwrap();
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            ..brisk_client::TransferOptions::default()
+        };
+        let err = c
+            .upload_object_stream("dst", "copy", source, options)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::ChecksumMismatch { .. }), "{err:?}");
+        let seen = seen.lock().unwrap();
+        let requests: Vec<(&str, &str)> = seen
+            .iter()
+            .map(|s| (s.method.as_str(), s.target.as_str()))
+            .collect();
+        assert!(
+            !requests
+                .iter()
+                .any(|(m, t)| *m == "POST" && t.contains("uploadId")),
+            "no completion: {requests:?}"
+        );
+        assert_eq!(
+            requests.last(),
+            Some(&("DELETE", "/dst/copy?uploadId=UP3")),
+            "{requests:?}"
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn intact_bytes_with_a_checksum_are_returned() {
     bounded(async {
