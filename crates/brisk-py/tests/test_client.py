@@ -175,6 +175,17 @@ def test_get_ranges_of_several_keys(client, bucket):
     assert [bytes(x) for x in bufs] == [a[:10], b[10:30], a[500:530]]
 
 
+def test_get_ranges_reads_whole_small_objects_of_many_keys(client, bucket):
+    """A data loader's batch of whole objects: offset 0 and a length above the largest; each range
+    stops at its object's end, so each Buffer is exactly its object."""
+    objects = {f"img/{i}": payload(1000 + 700 * i, i) for i in range(5)}
+    for key, data in objects.items():
+        client.put(bucket, key, data)
+    keys = list(objects)
+    bufs = client.get_ranges(bucket, keys, [0] * len(keys), 1 << 20)
+    assert [bytes(b) for b in bufs] == [objects[k] for k in keys]
+
+
 def test_get_ranges_names_the_failing_indices(client, bucket):
     data = payload(10000)
     client.put(bucket, "obj", data)
