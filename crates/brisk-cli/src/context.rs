@@ -133,20 +133,40 @@ impl Context {
         url: &ObjectUrl,
     ) -> Result<brisk_client::ObjectMeta, brisk_client::Error> {
         let client = self.client(url).map_err(brisk_client::Error::Config)?;
-        let (bucket, key) = (url.bucket.as_str(), url.key.as_str());
-        match client.head(bucket, key).await {
-            Err(brisk_client::Error::NoSuchKey(e)) => {
-                let probe = brisk_client::ListOptions {
-                    prefix: Some(key.to_owned()),
-                    max_keys: Some(1),
-                    ..Default::default()
-                };
-                match client.list(bucket, probe).next_page().await {
-                    Err(missing @ brisk_client::Error::NoSuchBucket(_)) => Err(missing),
-                    _ => Err(brisk_client::Error::NoSuchKey(e)),
-                }
-            }
-            other => other,
+        let result = client.head(&url.bucket, &url.key).await;
+        self.name_what_is_missing(url, result).await
+    }
+
+    /// A GET of `url` started as a stream (no HEAD before it), a missing key told apart from a
+    /// missing bucket as [`head`](Self::head) does.
+    pub async fn get_stream(
+        &self,
+        url: &ObjectUrl,
+    ) -> Result<brisk_client::ObjectStream, brisk_client::Error> {
+        let client = self.client(url).map_err(brisk_client::Error::Config)?;
+        let result = client.get_stream(&url.bucket, &url.key).await;
+        self.name_what_is_missing(url, result).await
+    }
+
+    /// Turns a `NoSuchKey` of `url` into `NoSuchBucket` when a one-key listing says the bucket is
+    /// what is missing (a 404 without a body cannot say which).
+    async fn name_what_is_missing<T>(
+        &self,
+        url: &ObjectUrl,
+        result: Result<T, brisk_client::Error>,
+    ) -> Result<T, brisk_client::Error> {
+        let Err(brisk_client::Error::NoSuchKey(e)) = result else {
+            return result;
+        };
+        let client = self.client(url).map_err(brisk_client::Error::Config)?;
+        let probe = brisk_client::ListOptions {
+            prefix: Some(url.key.clone()),
+            max_keys: Some(1),
+            ..Default::default()
+        };
+        match client.list(&url.bucket, probe).next_page().await {
+            Err(missing @ brisk_client::Error::NoSuchBucket(_)) => Err(missing),
+            _ => Err(brisk_client::Error::NoSuchKey(e)),
         }
     }
 

@@ -27,22 +27,22 @@ use crate::progress::Progress;
 /// would copy every piece into a buffer of its own first). A reader that goes away (a broken
 /// pipe: `brisk cat ... | head`) ends the copy quietly, as `cat` does.
 pub async fn object_to_stdout(ctx: &Context, url: &ObjectUrl) -> Result<u64, CliError> {
-    // The one-key listing behind `ctx.head` names a missing bucket; GET alone cannot.
-    let meta = ctx
-        .head(url)
+    // The GET itself, with no HEAD before it: its head gives the length for the bar (one round
+    // trip, not two); a 404 is told apart as a missing key or bucket.
+    let object = ctx
+        .get_stream(url)
         .await
         .map_err(|e| CliError::s3(format!("read {url}"), e))?;
     let stdout = std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
         .map_err(|e| CliError::local("write to stdout", e))?;
-    let progress = Progress::new(Some(meta.content_length), &url.to_string(), ctx.quiet);
+    let progress = Progress::new(Some(object.content_length()), &url.to_string(), ctx.quiet);
     let counter = progress.counter();
     let result = ctx
         .client(url)?
-        .download_to_writer(
-            &url.bucket,
-            &url.key,
+        .write_object_stream(
+            object,
             std::fs::File::from(stdout),
             ctx.transfer_options(Some(counter.clone())),
         )
@@ -71,8 +71,7 @@ pub async fn relay(
     progress: &TransferProgress,
 ) -> Result<u64, CliError> {
     let source = ctx
-        .client(from)?
-        .get_stream(&from.bucket, &from.key)
+        .get_stream(from)
         .await
         .map_err(|e| CliError::s3(format!("read {from}"), e))?;
     let uploaded = ctx

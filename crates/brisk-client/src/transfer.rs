@@ -824,6 +824,22 @@ impl Client {
         self.write_stream(object, out, "the writer", &options).await
     }
 
+    /// [`download_to_writer`](Self::download_to_writer) of an object whose GET the caller has
+    /// already started ([`Client::get_stream`]): its length is known from the response head
+    /// before a byte is written (for a progress bar's total), with no HEAD before the GET.
+    pub async fn write_object_stream<W>(
+        &self,
+        object: ObjectStream,
+        out: W,
+        options: TransferOptions,
+    ) -> Result<u64>
+    where
+        W: std::io::Write + Send + 'static,
+    {
+        options.check(false)?;
+        self.write_stream(object, out, "the writer", &options).await
+    }
+
     /// The loop of [`download_to_writer`](Self::download_to_writer); `what` names `out` in errors.
     async fn write_stream<W>(
         &self,

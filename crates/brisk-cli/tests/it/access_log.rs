@@ -58,6 +58,16 @@ fn json_lines_record_every_request() {
     );
     assert!(got.status.success() && std::fs::read(&copy).unwrap() == body);
     assert!(
+        brisk(
+            &server.url,
+            &["cp", source.to_str().unwrap(), "s3://logged/cat.bin"]
+        )
+        .status
+        .success()
+    );
+    let catted = brisk(&server.url, &["cat", "s3://logged/cat.bin"]);
+    assert!(catted.status.success() && catted.stdout == body);
+    assert!(
         !brisk(&server.url, &["cat", "s3://logged/missing"])
             .status
             .success()
@@ -109,6 +119,13 @@ fn json_lines_record_every_request() {
         .map(|r| r["bytes_out"].as_u64().unwrap())
         .sum();
     assert_eq!(read, 3 << 20, "{records:#?}");
+    // `cat` is the GET alone: no HEAD before it (one round trip, not two).
+    let cat_requests: Vec<&str> = records
+        .iter()
+        .filter(|r| r["key"] == "cat.bin")
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(cat_requests, ["PUT", "GET"], "{records:#?}");
     let missing = records
         .iter()
         .find(|r| r["key"] == "missing" && r["status"] != 200)
