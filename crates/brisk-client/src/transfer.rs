@@ -821,7 +821,7 @@ impl Client {
     {
         options.check(false)?;
         let object = self.get_stream(bucket, key).await?;
-        self.write_stream(object, out, "the writer", &options).await
+        self.write_object_stream(object, out, options).await
     }
 
     /// [`download_to_writer`](Self::download_to_writer) of an object whose GET the caller has

@@ -332,27 +332,9 @@ async fn list_objects(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
         continuation_token: continuation_token.clone(),
         max_keys,
     };
-    let page = if max_keys == 0 {
-        blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
-        Default::default()
-    } else {
-        blocking(|| r.shared.store.list_objects(&r.route.bucket, &query))?
-    };
+    let mut page = list_page(r, &query)?;
     let fetch_owner = !v2 || q.get("fetch-owner") == Some("true");
-    let entries: Vec<ObjectEntry> = page
-        .objects
-        .into_iter()
-        .map(|o| ObjectEntry {
-            key: o.key,
-            last_modified: xml_time(o.last_modified),
-            etag: o.etag,
-            size: o.size,
-            storage_class: Some("STANDARD".to_owned()),
-            checksum_algorithm: None,
-            checksum_type: None,
-            owner: fetch_owner.then(owner),
-        })
-        .collect();
+    let entries = object_entries(&mut page, fetch_owner);
     let version = if v2 {
         ListVersion::V2 {
             key_count: (entries.len() + page.common_prefixes.len()) as u32,
@@ -391,6 +373,35 @@ async fn list_objects(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> 
     x.send_xml_buffer().await
 }
 
+/// One page of the bucket's listing; `max-keys=0` is an empty page of a bucket that exists.
+fn list_page(r: &Request<'_>, query: &ListQuery) -> Result<crate::store::ListPage, S3Error> {
+    if query.max_keys == 0 {
+        blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
+        Ok(Default::default())
+    } else {
+        Ok(blocking(|| {
+            r.shared.store.list_objects(&r.route.bucket, query)
+        })?)
+    }
+}
+
+/// A page's objects as listing entries (taken out of the page), with their owner if asked.
+fn object_entries(page: &mut crate::store::ListPage, with_owner: bool) -> Vec<ObjectEntry> {
+    std::mem::take(&mut page.objects)
+        .into_iter()
+        .map(|o| ObjectEntry {
+            key: o.key,
+            last_modified: xml_time(o.last_modified),
+            etag: o.etag,
+            size: o.size,
+            storage_class: Some("STANDARD".to_owned()),
+            checksum_algorithm: None,
+            checksum_type: None,
+            owner: with_owner.then(owner),
+        })
+        .collect()
+}
+
 /// ListObjectVersions: the listing of ListObjects, each object its key's only version (`null`,
 /// the latest). `key-marker` pages as ListObjects' `marker`; a `version-id-marker` must come with
 /// a key marker, as S3 requires, and there is no later version of a key to resume within.
@@ -417,26 +428,8 @@ async fn list_versions(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error>
         continuation_token: None,
         max_keys,
     };
-    let page = if max_keys == 0 {
-        blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
-        Default::default()
-    } else {
-        blocking(|| r.shared.store.list_objects(&r.route.bucket, &query))?
-    };
-    let versions: Vec<ObjectEntry> = page
-        .objects
-        .into_iter()
-        .map(|o| ObjectEntry {
-            key: o.key,
-            last_modified: xml_time(o.last_modified),
-            etag: o.etag,
-            size: o.size,
-            storage_class: Some("STANDARD".to_owned()),
-            checksum_algorithm: None,
-            checksum_type: None,
-            owner: Some(owner()),
-        })
-        .collect();
+    let mut page = list_page(r, &query)?;
+    let versions = object_entries(&mut page, true);
     let header = ListVersionsHeader {
         name: r.route.bucket.clone(),
         prefix,

@@ -141,12 +141,23 @@ pub fn write_list_bucket_result<'e, W: Write>(
     for entry in contents {
         write_entry(&mut w, entry, enc)?;
     }
-    for prefix in common_prefixes {
+    write_common_prefixes(&mut w, common_prefixes, enc)?;
+    w.finish(ROOT)
+}
+
+/// Writes each of `prefixes` as a `CommonPrefixes` element (of a ListObjects or
+/// ListObjectVersions page).
+pub(super) fn write_common_prefixes<'e, W: Write>(
+    w: &mut XmlWriter<W>,
+    prefixes: impl IntoIterator<Item = &'e str>,
+    enc: Option<EncodingType>,
+) -> Result<(), XmlWriteError> {
+    for prefix in prefixes {
         w.start("CommonPrefixes")?;
         w.key_text("Prefix", prefix, enc)?;
         w.end("CommonPrefixes")?;
     }
-    w.finish(ROOT)
+    Ok(())
 }
 
 fn parse_entry(r: &mut XmlReader<'_>) -> Result<ObjectEntry, XmlParseError> {

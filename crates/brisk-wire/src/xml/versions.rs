@@ -6,7 +6,7 @@
 
 use std::io::Write;
 
-use super::listing::ObjectEntry;
+use super::listing::{ObjectEntry, write_common_prefixes};
 use super::values::EncodingType;
 use super::writer::XmlWriter;
 use super::{S3_NAMESPACE, XmlWriteError};
@@ -75,11 +75,7 @@ pub fn write_list_versions_result<'e, W: Write>(
         w.opt_text("StorageClass", entry.storage_class.as_deref())?;
         w.end("Version")?;
     }
-    for prefix in common_prefixes {
-        w.start("CommonPrefixes")?;
-        w.key_text("Prefix", prefix, enc)?;
-        w.end("CommonPrefixes")?;
-    }
+    write_common_prefixes(&mut w, common_prefixes, enc)?;
     w.finish(ROOT)
 }
 
