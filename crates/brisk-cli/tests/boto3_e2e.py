@@ -395,6 +395,30 @@ s3.complete_multipart_upload(Bucket="e2e-bucket", Key="resent", UploadId=mid,
                              MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": second}]})
 check(s3.get_object(Bucket="e2e-bucket", Key="resent")["Body"].read() == b"second, longer body", "the last part sent wins")
 
+# What brisk serve cannot keep is refused, not dropped: access control is S3's default for new
+# buckets (ACLs disabled: the owner's full control only), and encryption at rest, tags and object lock
+# are not implemented.
+s3.create_bucket(Bucket="e2e-acl", ACL="private")
+for acl in ("private", "bucket-owner-full-control"):
+    s3.put_object(Bucket="e2e-acl", Key=f"acl-{acl}", Body=b"x", ACL=acl)
+for acl in ("public-read", "public-read-write", "authenticated-read"):
+    check(error_code(s3.put_object, Bucket="e2e-acl", Key="acl-public", Body=b"x", ACL=acl)
+          == ("AccessControlListNotSupported", 400), f"PutObject ACL={acl} → AccessControlListNotSupported")
+check(error_code(s3.put_object, Bucket="e2e-acl", Key="acl-grant", Body=b"x", GrantRead='uri="http://acs.amazonaws.com/groups/global/AllUsers"')
+      == ("AccessControlListNotSupported", 400), "a grant header → AccessControlListNotSupported")
+check(error_code(s3.create_multipart_upload, Bucket="e2e-acl", Key="acl-mpu", ACL="public-read")[0]
+      == "AccessControlListNotSupported", "CreateMultipartUpload with a public ACL is refused")
+check(error_code(s3.create_bucket, Bucket="e2e-acl-public", ACL="public-read")[0] == "AccessControlListNotSupported"
+      and error_code(s3.head_bucket, Bucket="e2e-acl-public")[1] == 404, "a public bucket is refused, and not made")
+check(error_code(s3.put_object, Bucket="e2e-acl", Key="sse", Body=b"x", ServerSideEncryption="AES256")
+      == ("NotImplemented", 501), "server-side encryption → NotImplemented, not stored unencrypted")
+check(error_code(s3.copy_object, Bucket="e2e-acl", Key="sse-copy", CopySource={"Bucket": "e2e-acl", "Key": "acl-private"},
+                 ServerSideEncryption="AES256")[1] == 501, "a copy asking for encryption → 501")
+check(error_code(s3.put_object, Bucket="e2e-acl", Key="tagged", Body=b"x", Tagging="a=b") == ("NotImplemented", 501),
+      "tags → NotImplemented, not dropped")
+check(sorted(o["Key"] for o in s3.list_objects_v2(Bucket="e2e-acl")["Contents"])
+      == ["acl-bucket-owner-full-control", "acl-private"], "only the owner's objects were written")
+
 # Versions of a bucket that never had versioning, as S3 shows them: each object is the "null",
 # latest version of its key; GetBucketVersioning has no Status; a versionId other than "null" names
 # a version that does not exist (NoSuchVersion), on a GET and on a copy's source, and deleting one

@@ -22,8 +22,9 @@ use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
     Precondition, RangeRequest, attributes_from, check_preconditions, check_version_id,
-    copy_source_refused, parse_copy_source, part_span, store_algorithm, wire_algorithm,
-    wire_checksum_type, write_checksum_fields, write_object_fields, write_part_checksum_fields,
+    copy_source_refused, parse_copy_source, part_span, refuse_what_is_not_kept, store_algorithm,
+    wire_algorithm, wire_checksum_type, write_checksum_fields, write_object_fields,
+    write_part_checksum_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -255,6 +256,7 @@ async fn read_small_body_checked(
 }
 
 async fn create_bucket(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
+    refuse_what_is_not_kept(r.head.headers())?;
     let bucket = r.route.bucket.clone();
     let (shared, request_id) = (r.shared, r.request_id);
     let body = read_small_body(x, r, false).await?;
@@ -737,6 +739,7 @@ fn write_body_checksum(x: &mut Exchange, outcome: &BodyOutcome) {
 }
 
 async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error> {
+    refuse_what_is_not_kept(r.head.headers())?;
     let attributes = attributes_from(r.head)?;
     let condition = write_condition(r.head.headers())?;
     let store = &r.shared.store;
@@ -788,6 +791,7 @@ fn write_condition(h: &Headers) -> Result<WriteCondition, S3Error> {
 
 async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
     let h = r.head.headers();
+    refuse_what_is_not_kept(h)?;
     let (source_bucket, source_key) =
         parse_copy_source(h.get_str("x-amz-copy-source").unwrap_or_default())?;
     let replace = match h.get_str("x-amz-metadata-directive").map(str::trim) {
@@ -920,6 +924,7 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
 }
 
 async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
+    refuse_what_is_not_kept(r.head.headers())?;
     let attributes = attributes_from(r.head)?;
     let checksum = match body::declared_checksum(r.head)? {
         Some(declared) => {

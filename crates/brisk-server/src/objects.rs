@@ -63,6 +63,60 @@ pub fn attributes_from(head: &RequestHead) -> Result<ObjectAttributes, S3Error> 
     })
 }
 
+/// Refuses a write (PutObject, CreateMultipartUpload, CopyObject, CreateBucket) whose headers ask
+/// for what brisk serve would otherwise drop without a word: access it cannot grant, encryption
+/// at rest it does not do, tags or a lock it does not keep. Access control is S3's own default
+/// for new buckets, ACLs disabled (bucket owner enforced): the owner's full control (`private`,
+/// `bucket-owner-full-control`) is accepted, any other canned ACL or grant is
+/// `400 AccessControlListNotSupported`; the rest is `501 NotImplemented`.
+pub fn refuse_what_is_not_kept(h: &Headers) -> Result<(), S3Error> {
+    if let Some(acl) = h.get_str("x-amz-acl").map(str::trim)
+        && !matches!(acl, "private" | "bucket-owner-full-control")
+    {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessControlListNotSupported,
+            format!(
+                "The bucket does not allow ACLs: brisk serve has one owner and no access control \
+                 beyond its key, so the canned ACL {acl:?} cannot be applied"
+            ),
+        ));
+    }
+    if let Some((name, _)) = h.iter().find(|(n, _)| {
+        n.len() > "x-amz-grant-".len()
+            && n[.."x-amz-grant-".len()].eq_ignore_ascii_case("x-amz-grant-")
+    }) {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessControlListNotSupported,
+            format!("The bucket does not allow ACLs: {name} cannot be applied"),
+        ));
+    }
+    let refused = [
+        (
+            "x-amz-server-side-encryption",
+            "server-side encryption: objects are stored as they are received, unencrypted",
+        ),
+        (
+            "x-amz-server-side-encryption-customer-algorithm",
+            "server-side encryption with a customer key: objects are stored unencrypted",
+        ),
+        ("x-amz-tagging", "object tagging: tags would not be kept"),
+        (
+            "x-amz-object-lock-mode",
+            "object lock: brisk serve keeps one version of each key",
+        ),
+        (
+            "x-amz-object-lock-legal-hold",
+            "object lock: brisk serve keeps one version of each key",
+        ),
+    ];
+    if let Some((name, what)) = refused.iter().find(|(name, _)| h.contains(name)) {
+        return Err(S3Error::not_implemented(format!(
+            "{name} asks for {what}, which brisk serve does not implement"
+        )));
+    }
+    Ok(())
+}
+
 /// Writes an object's descriptive fields (ETag, Last-Modified, type, standard fields, metadata)
 /// into a response, applying the `response-*` overrides of a GET's query.
 pub fn write_object_fields(h: &mut Headers, info: &ObjectInfo, query: &Query) {

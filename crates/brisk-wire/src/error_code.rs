@@ -51,6 +51,8 @@ macro_rules! s3_error_codes {
 s3_error_codes! {
     /// Access denied: missing, expired or not yet valid authentication, or a denied request.
     AccessDenied = 403,
+    /// An ACL other than the owner's full control, on a bucket whose ACLs are disabled.
+    AccessControlListNotSupported = 400,
     /// All access to this bucket has been disabled.
     AllAccessDisabled = 403,
     /// The `Authorization` header is malformed (or names another region).
