@@ -408,7 +408,7 @@ check(error_code(s3.put_object, Bucket="e2e-acl", Key="acl-grant", Body=b"x", Gr
       == ("AccessControlListNotSupported", 400), "a grant header → AccessControlListNotSupported")
 check(error_code(s3.create_multipart_upload, Bucket="e2e-acl", Key="acl-mpu", ACL="public-read")[0]
       == "AccessControlListNotSupported", "CreateMultipartUpload with a public ACL is refused")
-check(error_code(s3.create_bucket, Bucket="e2e-acl-public", ACL="public-read")[0] == "AccessControlListNotSupported"
+check(error_code(s3.create_bucket, Bucket="e2e-acl-public", ACL="public-read")[0] == "InvalidBucketAclWithObjectOwnership"
       and error_code(s3.head_bucket, Bucket="e2e-acl-public")[1] == 404, "a public bucket is refused, and not made")
 check(error_code(s3.put_object, Bucket="e2e-acl", Key="sse", Body=b"x", ServerSideEncryption="AES256")
       == ("NotImplemented", 501), "server-side encryption → NotImplemented, not stored unencrypted")

@@ -256,7 +256,7 @@ async fn read_small_body_checked(
 }
 
 async fn create_bucket(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
-    refuse_what_is_not_kept(r.head.headers())?;
+    refuse_what_is_not_kept(r.head.headers(), true)?;
     let bucket = r.route.bucket.clone();
     let (shared, request_id) = (r.shared, r.request_id);
     let body = read_small_body(x, r, false).await?;
@@ -739,7 +739,7 @@ fn write_body_checksum(x: &mut Exchange, outcome: &BodyOutcome) {
 }
 
 async fn put_object(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error> {
-    refuse_what_is_not_kept(r.head.headers())?;
+    refuse_what_is_not_kept(r.head.headers(), false)?;
     let attributes = attributes_from(r.head)?;
     let condition = write_condition(r.head.headers())?;
     let store = &r.shared.store;
@@ -791,7 +791,7 @@ fn write_condition(h: &Headers) -> Result<WriteCondition, S3Error> {
 
 async fn copy_object(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
     let h = r.head.headers();
-    refuse_what_is_not_kept(h)?;
+    refuse_what_is_not_kept(h, false)?;
     let (source_bucket, source_key) =
         parse_copy_source(h.get_str("x-amz-copy-source").unwrap_or_default())?;
     let replace = match h.get_str("x-amz-metadata-directive").map(str::trim) {
@@ -924,7 +924,7 @@ async fn get_object(x: &mut Exchange, r: &Request<'_>, head_only: bool) -> Resul
 }
 
 async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
-    refuse_what_is_not_kept(r.head.headers())?;
+    refuse_what_is_not_kept(r.head.headers(), false)?;
     let attributes = attributes_from(r.head)?;
     let checksum = match body::declared_checksum(r.head)? {
         Some(declared) => {

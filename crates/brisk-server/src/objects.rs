@@ -69,12 +69,19 @@ pub fn attributes_from(head: &RequestHead) -> Result<ObjectAttributes, S3Error> 
 /// for new buckets, ACLs disabled (bucket owner enforced): the owner's full control (`private`,
 /// `bucket-owner-full-control`) is accepted, any other canned ACL or grant is
 /// `400 AccessControlListNotSupported`; the rest is `501 NotImplemented`.
-pub fn refuse_what_is_not_kept(h: &Headers) -> Result<(), S3Error> {
+///
+/// A bucket created with another ACL is `400 InvalidBucketAclWithObjectOwnership`, as S3 answers.
+pub fn refuse_what_is_not_kept(h: &Headers, creates_bucket: bool) -> Result<(), S3Error> {
+    let acl_code = if creates_bucket {
+        S3ErrorCode::InvalidBucketAclWithObjectOwnership
+    } else {
+        S3ErrorCode::AccessControlListNotSupported
+    };
     if let Some(acl) = h.get_str("x-amz-acl").map(str::trim)
         && !matches!(acl, "private" | "bucket-owner-full-control")
     {
         return Err(S3Error::new(
-            S3ErrorCode::AccessControlListNotSupported,
+            acl_code,
             format!(
                 "The bucket does not allow ACLs: brisk serve has one owner and no access control \
                  beyond its key, so the canned ACL {acl:?} cannot be applied"
@@ -86,7 +93,7 @@ pub fn refuse_what_is_not_kept(h: &Headers) -> Result<(), S3Error> {
             && n[.."x-amz-grant-".len()].eq_ignore_ascii_case("x-amz-grant-")
     }) {
         return Err(S3Error::new(
-            S3ErrorCode::AccessControlListNotSupported,
+            acl_code,
             format!("The bucket does not allow ACLs: {name} cannot be applied"),
         ));
     }

@@ -93,6 +93,8 @@ s3_error_codes! {
     InvalidAccessKeyId = 403,
     /// An argument is invalid.
     InvalidArgument = 400,
+    /// A bucket created with an ACL other than the owner's, where ACLs are disabled.
+    InvalidBucketAclWithObjectOwnership = 400,
     /// The bucket name breaks the naming rules.
     InvalidBucketName = 400,
     /// `Content-MD5` is not a valid MD5 in base64.
