@@ -22,13 +22,13 @@ fn shape(op: Operation) -> (&'static str, bool) {
     use Operation::*;
     match op {
         ListBuckets | GetBucketLocation | GetBucketVersioning | ListObjectVersions
-        | ListObjectsV1 | ListObjectsV2 | ListMultipartUploads => ("GET", false),
-        CreateBucket => ("PUT", false),
+        | ListObjectsV1 | ListObjectsV2 | ListMultipartUploads | GetBucketAcl => ("GET", false),
+        CreateBucket | PutBucketAcl => ("PUT", false),
         HeadBucket => ("HEAD", false),
         DeleteBucket => ("DELETE", false),
         DeleteObjects => ("POST", false),
-        PutObject | CopyObject | UploadPart | UploadPartCopy => ("PUT", true),
-        GetObject | GetObjectAttributes | ListParts => ("GET", true),
+        PutObject | CopyObject | UploadPart | UploadPartCopy | PutObjectAcl => ("PUT", true),
+        GetObject | GetObjectAttributes | GetObjectAcl | ListParts => ("GET", true),
         HeadObject => ("HEAD", true),
         DeleteObject | AbortMultipartUpload => ("DELETE", true),
         CreateMultipartUpload | CompleteMultipartUpload => ("POST", true),

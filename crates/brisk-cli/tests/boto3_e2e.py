@@ -418,6 +418,19 @@ check(error_code(s3.put_object, Bucket="e2e-acl", Key="tagged", Body=b"x", Taggi
       "tags → NotImplemented, not dropped")
 check(sorted(o["Key"] for o in s3.list_objects_v2(Bucket="e2e-acl")["Contents"])
       == ["acl-bucket-owner-full-control", "acl-private"], "only the owner's objects were written")
+# ACLs can be read, as on S3 with ACLs disabled: the owner, with full control; only that can be set.
+for acl in (s3.get_bucket_acl(Bucket="e2e-acl"), s3.get_object_acl(Bucket="e2e-acl", Key="acl-private")):
+    check(acl["Owner"]["ID"] == "brisk" and [(g["Grantee"]["Type"], g["Grantee"]["ID"], g["Permission"]) for g in acl["Grants"]]
+          == [("CanonicalUser", "brisk", "FULL_CONTROL")], f"an ACL read shows the owner's full control: {acl}")
+check(error_code(s3.get_object_acl, Bucket="e2e-acl", Key="nothing")[0] == "NoSuchKey", "GetObjectAcl of a missing key")
+s3.put_object_acl(Bucket="e2e-acl", Key="acl-private", ACL="bucket-owner-full-control")
+s3.put_bucket_acl(Bucket="e2e-acl", ACL="private")
+check(error_code(s3.put_object_acl, Bucket="e2e-acl", Key="acl-private", ACL="public-read")
+      == ("AccessControlListNotSupported", 400), "PutObjectAcl public-read → AccessControlListNotSupported")
+policy = s3.get_bucket_acl(Bucket="e2e-acl")
+check(error_code(s3.put_bucket_acl, Bucket="e2e-acl",
+                 AccessControlPolicy={"Grants": policy["Grants"], "Owner": policy["Owner"]})[0]
+      == "AccessControlListNotSupported", "PutBucketAcl with a policy document → AccessControlListNotSupported")
 
 # Versions of a bucket that never had versioning, as S3 shows them: each object is the "null",
 # latest version of its key; GetBucketVersioning has no Status; a versionId other than "null" names

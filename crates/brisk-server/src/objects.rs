@@ -100,25 +100,29 @@ pub fn refuse_what_is_not_kept(h: &Headers, creates_bucket: bool) -> Result<(), 
     let refused = [
         (
             "x-amz-server-side-encryption",
-            "server-side encryption: objects are stored as they are received, unencrypted",
+            "server-side encryption",
+            "objects are stored as they are received, unencrypted",
         ),
         (
             "x-amz-server-side-encryption-customer-algorithm",
-            "server-side encryption with a customer key: objects are stored unencrypted",
+            "server-side encryption with a customer key",
+            "objects are stored as they are received, unencrypted",
         ),
-        ("x-amz-tagging", "object tagging: tags would not be kept"),
+        ("x-amz-tagging", "object tagging", "no tags are kept"),
         (
             "x-amz-object-lock-mode",
-            "object lock: brisk serve keeps one version of each key",
+            "object lock",
+            "brisk serve keeps one version of each key",
         ),
         (
             "x-amz-object-lock-legal-hold",
-            "object lock: brisk serve keeps one version of each key",
+            "object lock",
+            "brisk serve keeps one version of each key",
         ),
     ];
-    if let Some((name, what)) = refused.iter().find(|(name, _)| h.contains(name)) {
+    if let Some((name, feature, why)) = refused.iter().find(|(name, ..)| h.contains(name)) {
         return Err(S3Error::not_implemented(format!(
-            "{name} asks for {what}, which brisk serve does not implement"
+            "{name}: {feature} is not implemented ({why})"
         )));
     }
     Ok(())

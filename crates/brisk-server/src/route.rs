@@ -12,6 +12,10 @@ use brisk_wire::S3ErrorCode;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Operation {
     ListBuckets,
+    GetBucketAcl,
+    PutBucketAcl,
+    GetObjectAcl,
+    PutObjectAcl,
     CreateBucket,
     HeadBucket,
     DeleteBucket,
@@ -40,7 +44,6 @@ pub enum Operation {
 /// naming one gets `501 NotImplemented` rather than being mistaken for a plain GET or PUT.
 const UNSUPPORTED_SUBRESOURCES: &[&str] = &[
     "accelerate",
-    "acl",
     "analytics",
     "cors",
     "encryption",
@@ -212,6 +215,8 @@ fn select(
     }
     if key.is_empty() {
         return Ok(match method {
+            "GET" if query.has("acl") => GetBucketAcl,
+            "PUT" if query.has("acl") => PutBucketAcl,
             "PUT" => CreateBucket,
             "HEAD" => HeadBucket,
             "DELETE" => DeleteBucket,
@@ -227,6 +232,8 @@ fn select(
     }
     let upload = query.has("uploadId");
     Ok(match method {
+        "GET" if query.has("acl") => GetObjectAcl,
+        "PUT" if query.has("acl") => PutObjectAcl,
         "PUT" if upload && has_copy_source => UploadPartCopy,
         "PUT" if upload => UploadPart,
         "PUT" if has_copy_source => CopyObject,
@@ -265,6 +272,9 @@ mod tests {
         assert_eq!(op("GET", "/b"), Operation::ListObjectsV1);
         assert_eq!(op("GET", "/b?location"), Operation::GetBucketLocation);
         assert_eq!(op("GET", "/b?versioning"), Operation::GetBucketVersioning);
+        assert_eq!(op("GET", "/b?acl"), Operation::GetBucketAcl);
+        assert_eq!(op("PUT", "/b/k?acl"), Operation::PutObjectAcl);
+        assert_eq!(op("PUT", "/b?acl"), Operation::PutBucketAcl);
         assert_eq!(
             op("GET", "/b?versions&prefix=a"),
             Operation::ListObjectVersions
@@ -342,7 +352,7 @@ mod tests {
     #[test]
     fn unknown_operations_are_not_implemented() {
         for (m, t) in [
-            ("GET", "/b?acl"),
+            ("GET", "/b?policy"),
             ("PUT", "/b/k?tagging"),
             ("PUT", "/b?versioning"),
             ("GET", "/b/k?versions"),

@@ -19,6 +19,7 @@
 //! [`MAX_LIST_ENTRIES`]). Every rejection is an [`XmlParseError`], which S3 reports as `MalformedXML`.
 //! Unknown elements are skipped, so documents from newer servers still parse.
 
+mod acl;
 mod attributes;
 mod buckets;
 mod delete;
@@ -32,6 +33,7 @@ mod writer;
 
 use std::io::Write;
 
+pub use acl::write_owner_full_control;
 pub use attributes::{AttributesPart, AttributesParts, ObjectAttributes, write_object_attributes};
 pub use buckets::{
     BucketEntry, CreateBucketConfiguration, ListAllMyBucketsResult, LocationConstraint,

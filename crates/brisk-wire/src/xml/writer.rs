@@ -87,6 +87,20 @@ impl<W: Write> XmlWriter<W> {
         Ok(())
     }
 
+    /// Opens an element with attributes (names and values written as given, values escaped).
+    pub fn start_with(
+        &mut self,
+        name: &str,
+        attributes: &[(&str, &str)],
+    ) -> Result<(), XmlWriteError> {
+        let mut start = BytesStart::new(name);
+        for &attribute in attributes {
+            start.push_attribute(attribute);
+        }
+        self.writer.write_event(Event::Start(start))?;
+        Ok(())
+    }
+
     /// Closes an element.
     pub fn end(&mut self, name: &str) -> Result<(), XmlWriteError> {
         self.writer.write_event(Event::End(BytesEnd::new(name)))?;
