@@ -88,7 +88,7 @@ fn errors_are_s3_documents_and_the_connection_survives_them() {
         "{}",
         r.head
     );
-    let (r, body) = c.request("GET", "/some-bucket?acl", b"");
+    let (r, body) = c.request("GET", "/some-bucket?policy", b"");
     assert_eq!(r.status, 501);
     assert!(String::from_utf8_lossy(&body).contains("NotImplemented"));
     // Same connection, still usable.
