@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use brisk_client::{CopyOptions, ListOptions, ListPage, TransferOptions, TransferProgress};
+use brisk_client::{
+    CopyOptions, DownloadHead, ListOptions, ListPage, TransferOptions, TransferProgress,
+};
 use brisk_wire::xml::ObjectEntry;
 use serde_json::json;
 use time::OffsetDateTime;
@@ -57,7 +59,9 @@ enum Mode {
 pub(crate) enum Copy {
     /// A file up; its size as planned, or `None` for a named pipe or device, read to its end.
     Upload(PathBuf, ObjectUrl, Option<u64>),
-    Download(ObjectUrl, PathBuf, u64),
+    /// An object down; its size as planned, and its HEAD when planning made one (the download
+    /// then makes none of its own).
+    Download(ObjectUrl, PathBuf, u64, Option<Box<DownloadHead>>),
     ServerSide(ObjectUrl, ObjectUrl, u64),
     /// Between services (S3 and Azure): streamed through this process in bounded memory.
     Relay(ObjectUrl, ObjectUrl, u64),
@@ -69,7 +73,7 @@ impl Copy {
     pub(crate) fn describe(&self) -> (&'static str, String, String, Option<u64>) {
         match self {
             Copy::Upload(p, u, n) => ("upload", p.display().to_string(), u.to_string(), *n),
-            Copy::Download(u, p, n) => {
+            Copy::Download(u, p, n, _) => {
                 ("download", u.to_string(), p.display().to_string(), Some(*n))
             }
             Copy::ServerSide(a, b, n) | Copy::Relay(a, b, n) => {
@@ -86,7 +90,7 @@ impl Copy {
             |path: &Path| std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
         match self {
             Copy::Upload(path, _, None) => Some(path.display().to_string()),
-            Copy::Download(_, path, _) if special(path) => Some(path.display().to_string()),
+            Copy::Download(_, path, ..) if special(path) => Some(path.display().to_string()),
             _ => None,
         }
         .map(|path| {
@@ -202,8 +206,10 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
         }
         (Location::Remote(url), Location::Local(path)) => {
             require_key(url)?;
-            let meta = ctx
-                .head(url)
+            // The HEAD the download needs, made once here: it also says what is missing before
+            // anything is created.
+            let head = ctx
+                .head_for_download(url)
                 .await
                 .map_err(|e| CliError::s3(format!("cp {url}"), e))?;
             let into_dir = path.is_dir() || path.to_string_lossy().ends_with('/');
@@ -212,7 +218,13 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
             } else {
                 path.clone()
             };
-            Ok(Copy::Download(url.clone(), target, meta.content_length))
+            let size = head.meta().content_length;
+            Ok(Copy::Download(
+                url.clone(),
+                target,
+                size,
+                Some(Box::new(head)),
+            ))
         }
         (Location::Remote(from), Location::Remote(to)) => {
             require_key(from)?;
@@ -294,7 +306,9 @@ async fn plan_recursive(
                 }
                 let from = url.with_key(entry.key.clone());
                 plan.push(match dst {
-                    Location::Local(dir) => Copy::Download(from, dir.join(&relative), entry.size),
+                    Location::Local(dir) => {
+                        Copy::Download(from, dir.join(&relative), entry.size, None)
+                    }
                     Location::Remote(to) => remote_copy(
                         from,
                         to.with_key(format!("{}{relative}", as_prefix(&to.key))),
@@ -472,7 +486,7 @@ async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
                 .map_err(|e| CliError::s3(format!("check {to} before removing {from}"), e))?
                 .content_length
         }
-        Copy::Download(_, path, _) => std::fs::metadata(path)
+        Copy::Download(_, path, ..) => std::fs::metadata(path)
             .map_err(|e| CliError::local(format!("check {to}"), e))?
             .len(),
     };
@@ -485,7 +499,7 @@ async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
         Copy::Upload(path, _, _) => {
             std::fs::remove_file(path).map_err(|e| CliError::local(format!("remove {from}"), e))
         }
-        Copy::Download(url, _, _) | Copy::ServerSide(url, _, _) | Copy::Relay(url, _, _) => ctx
+        Copy::Download(url, ..) | Copy::ServerSide(url, _, _) | Copy::Relay(url, _, _) => ctx
             .client(url)?
             .delete(&url.bucket, &url.key)
             .await
@@ -508,15 +522,16 @@ pub(crate) async fn copy_one(
             .await
             .map(|uploaded| uploaded.size)
             .map_err(|e| CliError::s3(format!("upload {} to {url}", path.display()), e)),
-        Copy::Download(url, path, size) => {
+        Copy::Download(url, path, size, head) => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| CliError::local(format!("create {}", parent.display()), e))?;
             }
             // The listing or the HEAD that planned the copy gave the size: a small object is
-            // then one GET, with no second HEAD.
+            // then one GET, and a larger one's ranges follow the planning HEAD with no second.
             let options = TransferOptions {
                 known_size: Some(*size),
+                known_head: head.as_deref().cloned(),
                 ..options()
             };
             ctx.client(url)?

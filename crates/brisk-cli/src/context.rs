@@ -137,6 +137,17 @@ impl Context {
         self.name_what_is_missing(url, result).await
     }
 
+    /// [`head`](Self::head) as a download needs it (with the stored checksum), to be handed to
+    /// the download so that it makes no HEAD of its own.
+    pub async fn head_for_download(
+        &self,
+        url: &ObjectUrl,
+    ) -> Result<brisk_client::DownloadHead, brisk_client::Error> {
+        let client = self.client(url).map_err(brisk_client::Error::Config)?;
+        let result = client.head_for_download(&url.bucket, &url.key).await;
+        self.name_what_is_missing(url, result).await
+    }
+
     /// A GET of `url` started as a stream (no HEAD before it), a missing key told apart from a
     /// missing bucket as [`head`](Self::head) does.
     pub async fn get_stream(

@@ -355,7 +355,9 @@ pub async fn sync(ctx: &Context, args: SyncArgs, filters: &Filters) -> Result<()
                 (Target::Local(path), Target::Remote(url)) => {
                     Copy::Upload(path, url, Some(entry.size))
                 }
-                (Target::Remote(url), Target::Local(path)) => Copy::Download(url, path, entry.size),
+                (Target::Remote(url), Target::Local(path)) => {
+                    Copy::Download(url, path, entry.size, None)
+                }
                 (Target::Remote(from), Target::Remote(to)) => remote_copy(from, to, entry.size),
                 (Target::Local(_), Target::Local(_)) => unreachable!("refused above"),
             };
@@ -477,7 +479,7 @@ async fn transfer(
     modified: i64,
     counter: &TransferProgress,
 ) -> Result<(), CliError> {
-    let Copy::Download(url, path, size) = copy else {
+    let Copy::Download(url, path, size, _) = copy else {
         return copy_one(ctx, copy, counter).await.map(|_| ());
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -73,7 +73,7 @@ pub use error::{Error, Result, ServiceError};
 pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
-pub use objects::{ObjectMeta, PayloadSigning, PutOptions, PutResult};
+pub use objects::{DownloadHead, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;
 pub use stream_count::StreamMeasure;

@@ -54,7 +54,7 @@ use crate::transfer::PartSums;
 pub const DELETE_BATCH: usize = brisk_wire::xml::MAX_DELETE_OBJECTS;
 
 /// The checksum an object is stored with, as its HEAD told it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct StoredChecksum {
     /// A full-object checksum (any algorithm).
     pub(crate) full: Option<ChecksumValue>,
@@ -82,6 +82,26 @@ pub struct ObjectMeta {
     /// User metadata (`x-amz-meta-<name>` headers) as (name without the prefix, lower-case; value),
     /// in the order the server sent them.
     pub metadata: Vec<(String, String)>,
+}
+
+/// An object's HEAD as a download needs it ([`Client::head_for_download`]): what
+/// [`Client::head`] says, and the checksum the object is stored with. Given back in
+/// [`TransferOptions::known_head`](crate::TransferOptions::known_head), it spares
+/// [`Client::download`] a HEAD of its own (the ranges are still pinned to its ETag, so an object
+/// replaced in between fails with [`Error::ObjectChanged`] rather than mixing versions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownloadHead {
+    pub(crate) meta: ObjectMeta,
+    pub(crate) stored: StoredChecksum,
+    pub(crate) bucket: String,
+    pub(crate) key: String,
+}
+
+impl DownloadHead {
+    /// What [`Client::head`] would have said.
+    pub fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
 }
 
 /// How a PUT's payload is protected.
@@ -138,6 +158,20 @@ impl Client {
     /// Metadata of `bucket`/`key` (HEAD, asking for the stored checksum).
     pub async fn head(&self, bucket: &str, key: &str) -> Result<ObjectMeta> {
         Ok(self.head_with_checksum(bucket, key).await?.0)
+    }
+
+    /// HEAD of `bucket`/`key` for a download that follows: [`head`](Self::head)'s answer and the
+    /// stored checksum, to hand to [`download`](Self::download) in
+    /// [`TransferOptions::known_head`](crate::TransferOptions::known_head) (one HEAD, not two,
+    /// when the caller needs the object's size before it downloads).
+    pub async fn head_for_download(&self, bucket: &str, key: &str) -> Result<DownloadHead> {
+        let (meta, stored) = self.head_with_checksum(bucket, key).await?;
+        Ok(DownloadHead {
+            meta,
+            stored,
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+        })
     }
 
     /// [`head`](Self::head), with the object's stored checksum: full-object, or composite (per

@@ -62,7 +62,7 @@ use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::TRANSACTIONAL_MD5_MAX;
 use crate::integrity::UploadChecksum;
-use crate::objects::{PayloadSigning, StoredChecksum};
+use crate::objects::{DownloadHead, PayloadSigning, StoredChecksum};
 use crate::request::{
     FileBody, RequestSpec, TrailingChecksum, check_bucket, check_key, push_query,
 };
@@ -159,6 +159,10 @@ pub struct TransferOptions {
     /// GET returned, and an object that has grown past one part meanwhile is streamed in ranges as
     /// any other (its first GET dropped unread). Ignored by uploads, and with `verify_md5_etag`.
     pub known_size: Option<u64>,
+    /// The object's HEAD, when the caller made it already ([`Client::head_for_download`]): a
+    /// download of that object then makes no HEAD of its own and takes its size, ETag and stored
+    /// checksum from it. Ignored for another object, and by uploads.
+    pub known_head: Option<DownloadHead>,
     /// Whether a download of a large object measures if one stream carries it as fast as
     /// `parts_in_flight` do, and goes on with one if it does (see [`StreamMeasure`]): on by
     /// default. `None` keeps `parts_in_flight` streams throughout. Ignored by uploads.
@@ -175,6 +179,7 @@ impl Default for TransferOptions {
             progress: None,
             verify_md5_etag: false,
             known_size: None,
+            known_head: None,
             measure_streams: Some(StreamMeasure::default()),
         }
     }
@@ -693,15 +698,23 @@ impl Client {
         if is_special_file(path) {
             return self.download_in_place(bucket, key, path, &options).await;
         }
+        let known = options
+            .known_head
+            .as_ref()
+            .filter(|h| h.bucket == bucket && h.key == key);
         if options
             .known_size
+            .or(known.map(|h| h.meta.content_length))
             .is_some_and(|size| size <= options.part_size as u64)
             && !options.verify_md5_etag
             && let Some(size) = self.download_whole(bucket, key, path, &options).await?
         {
             return Ok(size);
         }
-        let (meta, stored) = self.head_with_checksum(bucket, key).await?;
+        let (meta, stored) = match known {
+            Some(head) => (head.meta.clone(), head.stored.clone()),
+            None => self.head_with_checksum(bucket, key).await?,
+        };
         let etag = meta.etag.ok_or_else(|| Error::UnexpectedResponse {
             what: "HEAD answered without an ETag; a parallel download can not be pinned".into(),
         })?;

@@ -67,6 +67,24 @@ fn json_lines_record_every_request() {
     );
     let catted = brisk(&server.url, &["cat", "s3://logged/cat.bin"]);
     assert!(catted.status.success() && catted.stdout == body);
+    // Larger than a part (8 MiB): ranged GETs after the one HEAD that planned the copy.
+    let nine = vec![9u8; 9 << 20];
+    let nine_source = dir.path().join("nine.bin");
+    std::fs::write(&nine_source, &nine).unwrap();
+    assert!(
+        brisk(
+            &server.url,
+            &["cp", nine_source.to_str().unwrap(), "s3://logged/nine.bin"]
+        )
+        .status
+        .success()
+    );
+    let nine_copy = dir.path().join("nine-copy.bin");
+    let got = brisk(
+        &server.url,
+        &["cp", "s3://logged/nine.bin", nine_copy.to_str().unwrap()],
+    );
+    assert!(got.status.success() && std::fs::read(&nine_copy).unwrap() == nine);
     assert!(
         !brisk(&server.url, &["cat", "s3://logged/missing"])
             .status
@@ -126,6 +144,11 @@ fn json_lines_record_every_request() {
         .map(|r| r["method"].as_str().unwrap())
         .collect();
     assert_eq!(cat_requests, ["PUT", "GET"], "{records:#?}");
+    let heads = records
+        .iter()
+        .filter(|r| r["key"] == "nine.bin" && r["method"] == "HEAD")
+        .count();
+    assert_eq!(heads, 1, "one HEAD for the download: {records:#?}");
     let missing = records
         .iter()
         .find(|r| r["key"] == "missing" && r["status"] != 200)
