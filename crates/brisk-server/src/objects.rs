@@ -90,7 +90,7 @@ pub fn refuse_what_is_not_kept(h: &Headers, creates_bucket: bool) -> Result<(), 
     }
     if let Some((name, _)) = h.iter().find(|(n, _)| {
         n.len() > "x-amz-grant-".len()
-            && n[.."x-amz-grant-".len()].eq_ignore_ascii_case("x-amz-grant-")
+            && n.as_bytes()[.."x-amz-grant-".len()].eq_ignore_ascii_case(b"x-amz-grant-")
     }) {
         return Err(S3Error::new(
             acl_code,
@@ -527,6 +527,50 @@ mod tests {
                 .code,
             "InvalidRange"
         );
+    }
+
+    #[test]
+    fn writes_asking_for_what_is_not_kept_are_refused_whatever_the_case_of_the_name() {
+        let refused = |pairs: &[(&str, &str)], bucket: bool| {
+            let mut h = Headers::new();
+            for (n, v) in pairs {
+                h.append(n, v).unwrap();
+            }
+            refuse_what_is_not_kept(&h, bucket)
+                .err()
+                .map(|e| (e.status, e.code))
+        };
+        assert_eq!(refused(&[("x-amz-acl", "private")], false), None);
+        assert_eq!(
+            refused(&[("X-Amz-Acl", "bucket-owner-full-control")], false),
+            None
+        );
+        assert_eq!(
+            refused(&[("x-amz-acl", "public-read")], false),
+            Some((400, S3ErrorCode::AccessControlListNotSupported))
+        );
+        assert_eq!(
+            refused(&[("x-amz-acl", "public-read")], true),
+            Some((400, S3ErrorCode::InvalidBucketAclWithObjectOwnership))
+        );
+        assert_eq!(
+            refused(&[("X-Amz-Grant-Read", "id=x")], false),
+            Some((400, S3ErrorCode::AccessControlListNotSupported))
+        );
+        assert_eq!(refused(&[("x-amz-grant-", "id=x")], false), None);
+        for name in [
+            "X-Amz-Server-Side-Encryption",
+            "x-amz-server-side-encryption-customer-algorithm",
+            "x-amz-tagging",
+            "x-amz-object-lock-mode",
+        ] {
+            assert_eq!(
+                refused(&[(name, "v")], false),
+                Some((501, S3ErrorCode::NotImplemented)),
+                "{name}"
+            );
+        }
+        assert_eq!(refused(&[("x-amz-meta-colour", "blue")], false), None);
     }
 
     #[test]
