@@ -471,6 +471,9 @@ check(sorted((d["Key"], d.get("VersionId")) for d in deleted["Deleted"]) == [("a
       f"DeleteObjects reports each entry with its version: {deleted}")
 check([v["Key"] for v in s3.list_object_versions(Bucket="e2e-versions")["Versions"]] == ["b/1", "b/2", "c d"],
       "the null versions went, the other version's object stayed")
+empty = s3.delete_objects(Bucket="e2e-versions", Delete={"Objects": [{"Key": "b/2", "VersionId": ""}]})
+check([(e["Key"], e["Code"]) for e in empty.get("Errors", [])] == [("b/2", "InvalidArgument")] and not empty.get("Deleted"),
+      f"an empty version id is that entry's error, as on DeleteObject: {empty}")
 check(error_code(s3.put_bucket_versioning, Bucket="e2e-versions",
                  VersioningConfiguration={"Status": "Enabled"})[0] == "NotImplemented",
       "PutBucketVersioning → NotImplemented")

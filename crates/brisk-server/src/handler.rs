@@ -10,8 +10,8 @@ use brisk_wire::xml::{
     CopyObjectResult, CopyPartResult, Delete, DeleteError, DeleteResult, DeletedObject,
     EncodingType, InitiateMultipartUploadResult, ListAllMyBucketsResult, ListBucketHeader,
     ListMultipartUploadsResult, ListPartsResult, ListVersion, ListVersionsHeader,
-    LocationConstraint, NULL_VERSION_ID, ObjectEntry, ObjectIdentifier, Owner, PartEntry,
-    UploadEntry, XmlDocument, XmlWriter, write_list_bucket_result, write_list_versions_result,
+    LocationConstraint, ObjectEntry, Owner, PartEntry, UploadEntry, XmlDocument, XmlWriter,
+    write_list_bucket_result, write_list_versions_result,
 };
 use time::OffsetDateTime;
 
@@ -22,9 +22,9 @@ use crate::error::S3Error;
 use crate::exchange::{Exchange, set};
 use crate::objects::{
     Precondition, RangeRequest, attributes_from, check_preconditions, check_version_id,
-    copy_source_refused, parse_copy_source, part_span, refuse_what_is_not_kept, store_algorithm,
-    wire_algorithm, wire_checksum_type, write_checksum_fields, write_object_fields,
-    write_part_checksum_fields,
+    copy_source_refused, names_the_object, parse_copy_source, part_span, refuse_what_is_not_kept,
+    store_algorithm, wire_algorithm, wire_checksum_type, write_checksum_fields,
+    write_object_fields, write_part_checksum_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -99,14 +99,15 @@ pub async fn handle(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
             // configuration (no Status).
             blocking(|| r.shared.store.head_bucket(&r.route.bucket))?;
             x.xml.clear();
-            let mut w =
-                XmlWriter::new(&mut x.xml).map_err(|e| S3Error::invalid_argument(e.to_string()))?;
-            w.root(
-                "VersioningConfiguration",
-                Some(brisk_wire::xml::S3_NAMESPACE),
-            )
-            .and_then(|()| w.finish("VersioningConfiguration").map(drop))
-            .map_err(|e| S3Error::invalid_argument(e.to_string()))?;
+            XmlWriter::new(&mut x.xml)
+                .and_then(|w| {
+                    w.text_with_namespace(
+                        "VersioningConfiguration",
+                        brisk_wire::xml::S3_NAMESPACE,
+                        "",
+                    )
+                })
+                .map_err(|e| S3Error::invalid_argument(e.to_string()))?;
             x.begin(200, r.request_id);
             x.send_xml_buffer().await
         }
@@ -138,12 +139,8 @@ pub async fn handle(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error> {
         DeleteObject => {
             // A version other than the one there is does not exist: deleting it deletes nothing
             // and succeeds, as deleting a missing key does.
-            match r.route.query.get("versionId") {
-                None | Some(NULL_VERSION_ID) => {
-                    blocking(|| r.shared.store.delete_object(&r.route.bucket, &r.route.key))?;
-                }
-                Some("") => check_version_id(Some(""), &r.route.key)?,
-                Some(_) => {}
+            if names_the_object(r.route.query.get("versionId"))? {
+                blocking(|| r.shared.store.delete_object(&r.route.bucket, &r.route.key))?;
             }
             x.begin(204, r.request_id);
             x.send_head_only().await
@@ -663,25 +660,27 @@ async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error>
     let body = read_small_body(x, r, false).await?;
     let delete = Delete::parse(&body)?;
     // An entry naming a version other than the one there is deletes nothing and is reported
-    // deleted, as DeleteObject answers it; one naming `null` deletes the object.
-    let one_there_is = |o: &&ObjectIdentifier| {
-        o.version_id
-            .as_deref()
-            .is_none_or(|id| id == NULL_VERSION_ID)
-    };
+    // deleted, as DeleteObject answers it; one naming `null` deletes the object; an empty
+    // version id is that entry's error, as DeleteObject's.
+    let named: Vec<Result<bool, S3Error>> = delete
+        .objects
+        .iter()
+        .map(|o| names_the_object(o.version_id.as_deref()))
+        .collect();
     let keys: Vec<&str> = delete
         .objects
         .iter()
-        .filter(one_there_is)
-        .map(|o| o.key.as_str())
+        .zip(&named)
+        .filter(|(_, named)| matches!(named, Ok(true)))
+        .map(|(o, _)| o.key.as_str())
         .collect();
     let mut outcomes = blocking(|| shared.store.delete_objects(&bucket, &keys))?.into_iter();
     let mut result = DeleteResult::default();
-    for object in &delete.objects {
-        let outcome = if one_there_is(&object) {
-            outcomes.next().unwrap_or(Ok(()))
-        } else {
-            Ok(())
+    for (object, named) in delete.objects.iter().zip(named) {
+        let outcome = match named {
+            Ok(true) => outcomes.next().unwrap_or(Ok(())).map_err(S3Error::from),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
         };
         match outcome {
             Ok(()) if !delete.quiet => result.deleted.push(DeletedObject {
@@ -692,7 +691,6 @@ async fn delete_objects(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error>
             }),
             Ok(()) => {}
             Err(e) => {
-                let e = S3Error::from(e);
                 result.errors.push(DeleteError {
                     key: object.key.clone(),
                     version_id: object.version_id.clone(),

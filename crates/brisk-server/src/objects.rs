@@ -10,7 +10,7 @@ use brisk_wire::xml::NULL_VERSION_ID;
 use crate::error::S3Error;
 use crate::exchange::set;
 use crate::route::Query;
-use crate::store::{ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo};
+use crate::store::{Checksum, ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo};
 
 /// Most bytes of user metadata (`x-amz-meta-*` names and values) per object: 2 KiB, S3's limit.
 pub const MAX_USER_METADATA_BYTES: usize = 2048;
@@ -206,16 +206,7 @@ pub fn header_value(value: &str) -> std::borrow::Cow<'_, str> {
 /// for it with `x-amz-checksum-mode: ENABLED`.
 pub fn write_checksum_fields(h: &mut Headers, info: &ObjectInfo) {
     if let Some(c) = &info.checksum {
-        let name = format!(
-            "x-amz-checksum-{}",
-            c.algorithm.as_str().to_ascii_lowercase()
-        );
-        let _ = h.set(&name, &c.value);
-        let kind = match c.checksum_type {
-            ChecksumType::FullObject => "FULL_OBJECT",
-            ChecksumType::Composite => "COMPOSITE",
-        };
-        set(h, "x-amz-checksum-type", kind);
+        write_checksum(h, c, &c.value);
     }
 }
 
@@ -227,17 +218,19 @@ pub fn write_part_checksum_fields(h: &mut Headers, info: &ObjectInfo, part_numbe
         .ok()
         .and_then(|n| info.parts.get(n.checked_sub(1)?));
     if let (Some(c), Some(value)) = (&info.checksum, part.and_then(|p| p.checksum.as_ref())) {
-        let name = format!(
-            "x-amz-checksum-{}",
-            c.algorithm.as_str().to_ascii_lowercase()
-        );
-        let _ = h.set(&name, value.as_str());
-        let kind = match c.checksum_type {
-            ChecksumType::FullObject => "FULL_OBJECT",
-            ChecksumType::Composite => "COMPOSITE",
-        };
-        set(h, "x-amz-checksum-type", kind);
+        write_checksum(h, c, value.as_str());
     }
+}
+
+/// `x-amz-checksum-<algorithm>: value` and the type of `checksum` (the header names are the
+/// wire's static ones: no name is formatted per response).
+fn write_checksum(h: &mut Headers, checksum: &Checksum, value: &str) {
+    set(h, wire_algorithm(checksum.algorithm).header_name(), value);
+    set(
+        h,
+        "x-amz-checksum-type",
+        wire_checksum_type(checksum.checksum_type).s3_name(),
+    );
 }
 
 /// The store's algorithm for one of the wire's.
@@ -477,23 +470,33 @@ pub fn parse_copy_source(value: &str) -> Result<(String, String), S3Error> {
     Ok((bucket, key))
 }
 
-/// Checks the `versionId` a request names. The store keeps one version of each key, which S3
-/// calls `null` in a bucket that never had versioning: naming it names the object, and any other
-/// id names a version that does not exist (`404 NoSuchVersion`) rather than being ignored, which
-/// would answer with, or act on, a version the client did not ask for.
-pub fn check_version_id(version_id: Option<&str>, key: &str) -> Result<(), S3Error> {
+/// What a request's `versionId` names. The store keeps one version of each key, which S3 calls
+/// `null` in a bucket that never had versioning: naming it (or no version) names the object; any
+/// other id names a version that does not exist. An empty id is `400 InvalidArgument`.
+pub fn names_the_object(version_id: Option<&str>) -> Result<bool, S3Error> {
     match version_id {
-        None | Some(NULL_VERSION_ID) => Ok(()),
+        None | Some(NULL_VERSION_ID) => Ok(true),
         Some("") => Err(S3Error::invalid_argument(
             "Version id cannot be the empty string",
         )),
-        Some(id) => Err(S3Error::new(
-            S3ErrorCode::NoSuchVersion,
-            format!("The specified version {id:?} of {key:?} does not exist"),
-        )
-        .with("Key", key)
-        .with("VersionId", id)),
+        Some(_) => Ok(false),
     }
+}
+
+/// Checks the `versionId` of a read or a copy's source ([`names_the_object`]): a version that
+/// does not exist is `404 NoSuchVersion`, rather than the id being ignored, which would answer
+/// with a version the client did not ask for.
+pub fn check_version_id(version_id: Option<&str>, key: &str) -> Result<(), S3Error> {
+    if names_the_object(version_id)? {
+        return Ok(());
+    }
+    let id = version_id.unwrap_or_default();
+    Err(S3Error::new(
+        S3ErrorCode::NoSuchVersion,
+        format!("The specified version {id:?} of {key:?} does not exist"),
+    )
+    .with("Key", key)
+    .with("VersionId", id))
 }
 
 #[cfg(test)]
