@@ -816,8 +816,9 @@ impl Client {
     /// by the caller) through one pooled block of at most the part size, counting on the
     /// options' progress; returns the bytes written. Writes run on the blocking pool, with the
     /// block moved there and back, so the bytes are written from where they landed (tokio's
-    /// `Stdout` or `File` copies each piece into a buffer of its own first: `brisk cat` into
-    /// `/dev/null` spent 0.25–0.30 CPU s/GiB that way, against 0.19–0.20 written in place), and a
+    /// `Stdout` or `File` copies each piece into a buffer of its own first: `brisk cat` of 1 GiB
+    /// into `/dev/null` took 0.24–0.26 CPU s that way, 0.17–0.18 written in place: BENCHMARKS.md,
+    /// "`brisk cat` written from the block"), and a
     /// slow reader never holds up the runtime. A connection that fails mid-body is resumed and
     /// the stored checksum is verified as the stream ends ([`Client::get_stream`]); what was
     /// written before a failure stays written. A write that fails is [`Error::File`] with the
