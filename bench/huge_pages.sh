@@ -11,7 +11,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 rounds="${1:-4}"
 cd "$root"
-cargo build --release --locked --quiet -p brisk-cli -p brisk-client --example get_bytes
+cargo build --release --locked --quiet -p brisk-cli -p brisk-client --bin brisk --example get_bytes
 scratch="$(mktemp -d /var/tmp/brisk-huge-pages.XXXXXX)"
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 export AWS_ACCESS_KEY_ID=hugepagesbench AWS_SECRET_ACCESS_KEY=hugepagesbenchsecret AWS_REGION=us-east-1
