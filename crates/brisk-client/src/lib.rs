@@ -11,14 +11,15 @@
 //! - Retries are bounded, with exponential backoff and full jitter ([`RetryPolicy`]); a GET cut off
 //!   mid-body resumes with a ranged request pinned to the object's ETag.
 //! - Files move in parts from pooled blocks with a bounded number of parts in flight
-//!   ([`Client::upload`], [`Client::download`], see [`transfer`]).
+//!   ([`Client::upload`], [`Client::download`], see [`transfer`]); an object of unknown length is
+//!   written piece by piece through an [`ObjectWriter`] ([`object_writer`]).
 //! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
 //!   pipelined keep-alive connections, each straight into its destination ([`batch`]).
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! The request engine ([`client`]: signing, pooled connections, retries, error mapping) sits under
 //! one module per kind of operation: [`objects`], [`buckets`], [`list`], [`copy`], [`transfer`],
-//! [`upload_stream`], [`stream`], [`batch`], and presigned URLs ([`Client::presign`]).
+//! [`upload_stream`], [`object_writer`], [`stream`], [`batch`], and presigned URLs ([`Client::presign`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), brisk_client::Error> {
@@ -46,6 +47,7 @@ pub mod integrity;
 pub mod list;
 mod low_water;
 pub mod metrics;
+pub mod object_writer;
 pub mod objects;
 mod part_layouts;
 mod pool;
@@ -73,6 +75,7 @@ pub use error::{Error, Result, ServiceError};
 pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
+pub use object_writer::ObjectWriter;
 pub use objects::{DownloadHead, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;

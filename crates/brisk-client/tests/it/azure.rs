@@ -177,6 +177,23 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
             .unwrap();
         assert!(streamed.parts > 1);
         assert!(c.get_bytes(&container, "streamed").await.unwrap()[..] == body[..]);
+
+        // So does an object written piece by piece.
+        let mut w = c
+            .object_writer(
+                &container,
+                "written",
+                TransferOptions {
+                    part_size: 5 * MIB,
+                    ..TransferOptions::default()
+                },
+            )
+            .unwrap();
+        for piece in body.chunks(3 * MIB + 1) {
+            w.write(piece).await.unwrap();
+        }
+        assert!(w.finish().await.unwrap().parts > 1);
+        assert!(c.get_bytes(&container, "written").await.unwrap()[..] == body[..]);
     })
     .await;
 }

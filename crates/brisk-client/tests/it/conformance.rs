@@ -741,6 +741,123 @@ async fn uploads_from_a_reader_of_unknown_length() {
     .await;
 }
 
+/// `ObjectWriter`: writes of any size (one byte, a few, more than a part at once) make an object
+/// of exactly those bytes; one that ends within the first part is one PUT, a longer one a
+/// multipart upload. Reading straight into `spare` makes the same object.
+#[tokio::test]
+async fn an_object_writer_stores_what_was_written() {
+    use brisk_client::{TransferOptions, TransferProgress};
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "writer").await;
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 2,
+            progress: Some(sent.clone()),
+            ..TransferOptions::default()
+        };
+        let part = 5 * 1024 * 1024;
+        let mut total = 0u64;
+        for (len, parts) in [
+            (0usize, 1u32),
+            (1_000, 1),
+            (part, 1),
+            (part + 1, 2),
+            (12 * 1024 * 1024 + 3, 3),
+        ] {
+            let body = pattern(len, 13);
+            let key = format!("w{len}");
+            let mut w = c.object_writer(&bucket, &key, options.clone()).unwrap();
+            // Writes of 1, 7, 1 MiB + 3, then the rest at once.
+            let mut at = 0;
+            for step in [1, 7, 1024 * 1024 + 3, usize::MAX] {
+                let n = step.min(len - at);
+                w.write(&body[at..at + n]).await.unwrap();
+                at += n;
+            }
+            assert_eq!(w.written(), len as u64);
+            let result = w.finish().await.unwrap();
+            assert_eq!((result.size, result.parts), (len as u64, parts), "{key}");
+            assert_eq!(sent.bytes(), total + len as u64, "counted once, as sent");
+            total += len as u64;
+            assert!(
+                c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..],
+                "{key}"
+            );
+
+            // The same bytes read straight into the parts.
+            let mut w = c.object_writer(&bucket, &key, options.clone()).unwrap();
+            let mut rest = &body[..];
+            while !rest.is_empty() {
+                let spare = w.spare().await.unwrap();
+                let n = spare.len().min(rest.len()).min(300_000);
+                spare[..n].copy_from_slice(&rest[..n]);
+                w.advance(n);
+                rest = &rest[n..];
+            }
+            let result = w.finish().await.unwrap();
+            assert_eq!(
+                (result.size, result.parts),
+                (len as u64, parts),
+                "{key} by spare"
+            );
+            total += len as u64;
+            assert!(
+                c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..],
+                "{key} by spare"
+            );
+        }
+    })
+    .await;
+}
+
+/// An `ObjectWriter` given up with `abort`, or whose write was cancelled part way, stores nothing:
+/// not the parts already sent, not a truncated object.
+#[tokio::test]
+async fn an_object_writer_that_gives_up_stores_nothing() {
+    use brisk_client::TransferOptions;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "writer-abort").await;
+        let options = TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            ..TransferOptions::default()
+        };
+        let body = pattern(11 * 1024 * 1024, 2);
+
+        let mut w = c
+            .object_writer(&bucket, "aborted", options.clone())
+            .unwrap();
+        w.write(&body).await.unwrap();
+        w.abort().await.unwrap();
+        assert!(matches!(
+            c.head(&bucket, "aborted").await,
+            Err(Error::NoSuchKey(_))
+        ));
+
+        // A write that has to start the multipart upload is pending on its first poll; dropping it
+        // there loses what it held, so everything after it fails and nothing is stored.
+        let mut w = c
+            .object_writer(&bucket, "cancelled", options.clone())
+            .unwrap();
+        let cancelled = tokio::select! {
+            biased;
+            _ = w.write(&body) => false,
+            () = std::future::ready(()) => true,
+        };
+        assert!(cancelled, "the write waits on the network");
+        let again = w.write(b"more").await.unwrap_err();
+        assert!(again.to_string().contains("cancelled"), "{again}");
+        assert!(w.finish().await.is_err());
+        assert!(matches!(
+            c.head(&bucket, "cancelled").await,
+            Err(Error::NoSuchKey(_))
+        ));
+    })
+    .await;
+}
+
 /// `upload_object_stream`: an object read with `get_stream` is uploaded part by part from the
 /// source's connection (here one server to itself, as between two services), byte for byte.
 #[tokio::test]
