@@ -333,3 +333,145 @@ impl ReadableBuffer {
         }
     }
 }
+
+/// Part of a block lent to a Python `readinto` as a writable buffer, for one call.
+///
+/// It exports through the buffer protocol like [`Buffer`], counting its views; [`read_into_part`]
+/// closes it when `readinto` returns (no new views) and then counts what is still exported.
+#[pyclass(module = "brisk", frozen)]
+struct LentWindow {
+    /// The lent memory (the address as an integer: the window itself is shared with Python).
+    addr: usize,
+    len: usize,
+    /// Views exported and not yet released.
+    exports: AtomicUsize,
+    /// Cleared when the call that lent the memory returns: no view is given out after that.
+    open: std::sync::atomic::AtomicBool,
+}
+
+#[pymethods]
+impl LentWindow {
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    /// # Safety
+    /// Called by Python with a valid `view` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        use pyo3::ffi;
+        if view.is_null() {
+            return Err(PyBufferError::new_err("view is null"));
+        }
+        let this = slf.get();
+        if !this.open.load(Ordering::Acquire) {
+            return Err(PyBufferError::new_err(
+                "this buffer was lent to one readinto call, which has returned",
+            ));
+        }
+        this.exports.fetch_add(1, Ordering::AcqRel);
+        let (addr, len) = (this.addr, this.len);
+        // SAFETY: `view` is a valid Py_buffer for Python to fill (checked non-null). The memory
+        // (`len` bytes at `addr`, writable) is the unfilled part of a pooled block that
+        // `read_into_part` borrows mutably for as long as the window is open, and that is never
+        // reused while a view of it exists: views still exported when the call returns make
+        // `read_into_part` abandon the block (it stays mapped and out of the pool for good).
+        unsafe {
+            (*view).obj = slf.into_any().into_ptr();
+            (*view).buf = addr as *mut std::ffi::c_void;
+            (*view).len = len as isize;
+            (*view).readonly = 0;
+            (*view).itemsize = 1;
+            (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
+                c"B".as_ptr().cast_mut()
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
+                &raw mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+                &raw mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// Called by Python once per view `__getbuffer__` filled.
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {
+        self.exports.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// One `fileobj.readinto(view)` straight into the part `writer` is filling, with `view` a
+/// writable memoryview of the part's unfilled rest; counts and returns the bytes read (0 at the
+/// end of the stream). The GIL is released while the writer waits for a block or a part slot.
+///
+/// A file object that keeps a view of the memory past the call (a bug: CPython's own buffered
+/// readers lend their buffers the same way) gets a `BufferError`, and the block is abandoned
+/// rather than reused under it ([`brisk_client::ObjectWriter::abandon_part`]), which fails the
+/// upload.
+pub fn read_into_part(
+    py: Python<'_>,
+    fileobj: &Bound<'_, PyAny>,
+    writer: &mut brisk_client::ObjectWriter,
+) -> PyResult<usize> {
+    use crate::errors::IntoPyResult;
+    let spare = crate::runtime::wait(py, writer.spare())?.py_err(py)?;
+    let window = Bound::new(
+        py,
+        LentWindow {
+            addr: spare.as_mut_ptr() as usize,
+            len: spare.len(),
+            exports: AtomicUsize::new(0),
+            open: std::sync::atomic::AtomicBool::new(true),
+        },
+    )?;
+    let lent = window.get().len;
+    let read = pyo3::types::PyMemoryView::from(window.as_any()).and_then(|view| {
+        let read = fileobj.call_method1("readinto", (&view,));
+        // Releasing the view we made returns its export now; a view the file object derived from
+        // it (a slice, a numpy array) keeps one, which is what is counted below.
+        let _ = view.call_method0("release");
+        read
+    });
+    let this = window.get();
+    this.open.store(false, Ordering::Release);
+    if this.exports.load(Ordering::Acquire) > 0 {
+        writer.abandon_part("the file object kept a view of the buffer lent to its readinto");
+        return Err(PyBufferError::new_err(
+            "the file object kept a view of the buffer brisk lent to its readinto(); the upload is abandoned",
+        ));
+    }
+    let read = read?;
+    if read.is_none() {
+        return Err(PyValueError::new_err(
+            "readinto() returned None: the file object is non-blocking and had no data; pass a blocking one",
+        ));
+    }
+    let n: usize = read.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "readinto() returned {}, not a number of bytes",
+            read.repr()
+                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+        ))
+    })?;
+    if n > lent {
+        return Err(PyValueError::new_err(format!(
+            "readinto() said it read {n} bytes into a buffer of {lent}"
+        )));
+    }
+    writer.advance(n);
+    Ok(n)
+}

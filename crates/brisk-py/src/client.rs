@@ -32,6 +32,7 @@ use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
 use crate::runtime::{spawn_wait, wait};
 use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
+use crate::writer::ObjectWriter;
 
 /// How often a progress callback is called at most: every 100 ms (the runtime's tick), and once
 /// more at the end.
@@ -879,6 +880,45 @@ impl Client {
             r.finish(py)?;
         }
         Ok(result.into())
+    }
+
+    /// Uploads everything a binary file object yields (to its end): `readinto()` reads straight
+    /// into the parts, full parts are sent while the next one is read. One PUT if it fits in a
+    /// part, else a multipart upload; a failure aborts it and nothing is stored.
+    fn upload_fileobj(
+        &self,
+        py: Python<'_>,
+        fileobj: &Bound<'_, PyAny>,
+        bucket: &str,
+        key: &str,
+    ) -> PyResult<UploadResult> {
+        let writer = self
+            .inner()
+            .object_writer(bucket, key, self.transfer_options(None))
+            .py_err(py)?;
+        Ok(crate::fileobj::upload_fileobj(py, fileobj, writer)?.into())
+    }
+
+    /// Writes the object to a binary file object (anything with `write()`), front to back, in
+    /// blocks of 4 MiB read ahead while Python writes; returns its size.
+    fn download_fileobj(
+        &self,
+        py: Python<'_>,
+        bucket: String,
+        key: String,
+        fileobj: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj)
+    }
+
+    /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in
+    /// bounded memory whatever its size (see `brisk.ObjectWriter`).
+    fn open_writer(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<ObjectWriter> {
+        let writer = self
+            .inner()
+            .object_writer(bucket, key, self.transfer_options(None))
+            .py_err(py)?;
+        Ok(ObjectWriter::new(bucket, key, writer))
     }
 
     // ----- writes and the rest -----------------------------------------------------------------

@@ -7,6 +7,8 @@
 //!   Ctrl-C working.
 //! - [`errors`]: Rust errors as the exceptions of `brisk.errors`.
 //! - [`types`]: metadata, listing entries, results.
+//! - [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object;
+//!   [`fileobj`]: `upload_fileobj` and `download_fileobj` with Python file objects.
 
 use pyo3::prelude::*;
 
@@ -14,8 +16,10 @@ pub mod aio;
 pub mod buffer;
 pub mod client;
 pub mod errors;
+pub mod fileobj;
 pub mod runtime;
 pub mod types;
+pub mod writer;
 
 /// Bytes from an int or a size such as "64MiB".
 #[pyfunction]
@@ -33,6 +37,7 @@ fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::ListIterator>()?;
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::UploadResult>()?;
+    m.add_class::<writer::ObjectWriter>()?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     Ok(())
 }

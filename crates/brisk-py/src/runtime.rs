@@ -81,6 +81,9 @@ where
     F::Output: Send,
 {
     let runtime = runtime();
+    // In the runtime's context until return, so that a future dropped here (interrupted) can
+    // spawn what its drop hands off (an abandoned upload's abort).
+    let _context = runtime.enter();
     let mut future = std::pin::pin!(future);
     loop {
         let slice = py.detach(|| {

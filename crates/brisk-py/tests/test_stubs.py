@@ -16,7 +16,7 @@ def stub_classes() -> dict[str, set[str]]:
     tree = ast.parse(STUBS.read_text())
     classes = {}
     for node in tree.body:
-        if isinstance(node, ast.ClassDef):
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):  # not typing helpers
             classes[node.name] = {
                 n.name for n in node.body if isinstance(n, ast.FunctionDef)
             } | {
@@ -34,7 +34,7 @@ def test_every_stubbed_name_exists():
 
 def test_every_public_method_is_stubbed_and_documented():
     stubs = stub_classes()
-    for cls in ("Client", "Buffer"):
+    for cls in ("Client", "Buffer", "ObjectWriter"):
         for name in dir(getattr(native, cls)):
             if name.startswith("_"):
                 continue

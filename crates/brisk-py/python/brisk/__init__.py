@@ -6,6 +6,8 @@ client = brisk.Client("http://127.0.0.1:9000", max_memory="2GiB")
 buf = client.get("bucket", "checkpoint.bin")          # one exact-size buffer, no copy
 arr = numpy.frombuffer(buf, dtype=numpy.float32)      # a view of that same memory
 blocks = client.get_ranges("bucket", "data.bin", offsets, 262144)  # 64 reads in flight
+with client.open_writer("bucket", "out.parquet") as f:  # multipart from pooled parts, no temp file
+    pyarrow.parquet.write_table(table, f)
 ```
 
 `Client` calls release the GIL; `brisk.Buffer` lends Rust memory to Python through the buffer
@@ -22,6 +24,7 @@ from brisk._brisk import (
     ListIterator,
     ObjectEntry,
     ObjectMeta,
+    ObjectWriter,
     PutResult,
     UploadResult,
     __version__,
@@ -36,6 +39,7 @@ __all__ = [
     "ListIterator",
     "ObjectEntry",
     "ObjectMeta",
+    "ObjectWriter",
     "PutResult",
     "UploadResult",
     "__version__",

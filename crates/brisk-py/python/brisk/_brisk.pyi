@@ -5,12 +5,18 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from typing_extensions import Buffer as _BufferProtocol
 
 _Path = str | os.PathLike[str]
 _Progress = Callable[[int, int], object]
+
+class _Readable(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
+
+class _Writable(Protocol):
+    def write(self, data: Buffer, /) -> object: ...
 
 __version__: str
 
@@ -71,6 +77,39 @@ class UploadResult:
     etag: str | None
     size: int
     parts: int
+
+class ObjectWriter:
+    """A binary file opened for writing whose bytes become an object (`Client.open_writer`).
+
+    `write()` copies into a pooled part; full parts are sent while Python goes on writing, so
+    memory stays within the client's `parts_in_flight` parts whatever the size, with no temporary
+    file. Only `close()` (or leaving a `with` block normally) stores the object: an exception in
+    the `with` block, `abort()`, a failed write or garbage collection of an unclosed writer aborts
+    the upload, and nothing is stored. One thread at a time."""
+
+    def write(self, data: _BufferProtocol, /) -> int:
+        """Append `data` (any C-contiguous buffer); returns its length."""
+    def close(self) -> None:
+        """Send what is left and store the object (later calls do nothing)."""
+    def abort(self) -> None:
+        """Give up: nothing is stored."""
+    def tell(self) -> int: ...
+    def flush(self) -> None:
+        """Nothing to do: parts go when full, the rest on `close()`."""
+    def writable(self) -> bool: ...
+    def readable(self) -> bool: ...
+    def seekable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def result(self) -> UploadResult | None:
+        """What `close()` stored, or None before it."""
+    @property
+    def bucket(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    def __enter__(self) -> ObjectWriter: ...
+    def __exit__(self, exc_type: object, exc_value: object, traceback: object) -> bool: ...
 
 class Client:
     """An S3 client with a memory budget.
@@ -224,6 +263,15 @@ class Client:
         progress: _Progress | None = None,
     ) -> UploadResult:
         """Upload a file (one PUT, or multipart from pooled blocks with bounded memory)."""
+    def upload_fileobj(self, fileobj: _Readable, bucket: str, key: str) -> UploadResult:
+        """Upload everything a binary file object yields, to its end: `readinto()` reads straight
+        into pooled parts (`read()` if it has no `readinto`), full parts are sent while the next is
+        read. One PUT if it fits in a part, else multipart; a failure aborts it, nothing is stored."""
+    def download_fileobj(self, bucket: str, key: str, fileobj: _Writable) -> int:
+        """Write the object to a binary file object (anything with `write()`) front to back, in
+        4 MiB `Buffer`s read ahead while Python writes; returns its size."""
+    def open_writer(self, bucket: str, key: str) -> ObjectWriter:
+        """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`."""
 
     # --- writes and the rest ---
     def put(

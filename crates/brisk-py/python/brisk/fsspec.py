@@ -8,14 +8,16 @@ What differs from s3fs, and why:
 - A file opened for reading reads ahead at most `block_size` bytes (default 1 MiB; s3fs reads 50 MiB
   ahead of a random read), and `readinto` of at least a block goes from the socket straight into the
   caller's buffer (`Client.get_into`), with no intermediate `bytes`.
-- A file opened for writing spools to a temporary file and is uploaded by `Client.upload` when closed:
-  memory stays bounded by the client's part buffers whatever the size.
+- A file opened for writing is a `brisk.ObjectWriter`: each `write` is copied into a pooled part and
+  full parts are sent while Python goes on writing (s3fs buffers 5 MiB in a `BytesIO` and sends it
+  from Python), so memory stays within the client's parts in flight whatever the size, with no
+  temporary file. An exception in the `with` block that wrote the file aborts the upload: nothing is
+  stored, where fsspec's base class would store what was written up to the exception.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
@@ -252,12 +254,12 @@ class BriskFileSystem(AbstractFileSystem):
 
 class BriskFile(AbstractBufferedFile):
     """A file of a `BriskFileSystem`: reads through a read-ahead cache of at most `block_size` bytes,
-    or straight into the caller's buffer; writes spool to a temporary file uploaded on close."""
+    or straight into the caller's buffer; writes go to a `brisk.ObjectWriter` (see the module docs)."""
 
     def __init__(self, fs: BriskFileSystem, path: str, mode: str = "rb", block_size: int = DEFAULT_BLOCK_SIZE,
                  cache_options=None, **kwargs: Any) -> None:
         self.bucket, self.key = _split(fs._strip_protocol(path))
-        self._spool = None
+        self._writer = None
         super().__init__(fs, path, mode, block_size=block_size, cache_type="readahead",
                          cache_options=cache_options, **kwargs)
 
@@ -280,18 +282,39 @@ class BriskFile(AbstractBufferedFile):
         self.loc += got
         return got
 
+    def write(self, data) -> int:
+        """Copies `data` into the writer's current part (no `BytesIO` in between)."""
+        if not self.writable():
+            raise ValueError("File not in write mode")
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        if self.forced:
+            raise ValueError("This file has been force-flushed, can only close")
+        self._initiate_upload()
+        n = self._writer.write(data)
+        self.loc += n
+        return n
+
     def _initiate_upload(self) -> None:
-        self._spool = tempfile.NamedTemporaryFile(prefix="brisk-fsspec-", delete=False)
+        if self._writer is None:
+            self._writer = self.fs.client.open_writer(self.bucket, self.key)
 
     def _upload_chunk(self, final: bool = False) -> bool:
-        if self._spool is None:
-            self._initiate_upload()
-        self.buffer.seek(0)
-        self._spool.write(self.buffer.read())
+        # fsspec's own buffer is empty unless something wrote to it past `write`.
+        if self.buffer.tell():
+            self._writer.write(self.buffer.getbuffer())
         if final:
-            self._spool.close()
-            try:
-                self.fs.client.upload(self._spool.name, self.bucket, self.key)
-            finally:
-                os.unlink(self._spool.name)
+            self._writer.close()
         return True
+
+    def discard(self) -> None:
+        """Gives up a file being written: nothing is stored."""
+        if self._writer is not None:
+            self._writer.abort()
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        if exc_type is not None and self.writable() and not self.closed:
+            self.discard()
+            self.closed = True
+            return
+        self.close()

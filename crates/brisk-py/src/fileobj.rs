@@ -1,0 +1,195 @@
+//! Python file objects in and out: `Client.upload_fileobj` and `Client.download_fileobj`, as boto3
+//! names them, in memory bounded by the client's parts in flight whatever the object's size.
+//!
+//! - Up: the file object's `readinto` reads straight into the part being filled (a writable view of
+//!   the pooled block, [`read_into_part`]); one with only `read` has its bytes copied in. Full parts
+//!   are sent on the runtime's workers while Python reads the next one.
+//! - Down: the object is read on the runtime into pooled blocks of [`BLOCK`] bytes, at most
+//!   [`BLOCKS_AHEAD`] ahead of Python, and each is handed to `fileobj.write` as a `brisk.Buffer`
+//!   (no copy; the block goes back to the pool when Python lets go of it). The stored checksum is
+//!   checked as the object ends: a mismatch raises after the bytes were written, as for any stream.
+
+use brisk_client::ObjectWriter;
+use brisk_mem::PooledBlock;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+use crate::buffer::{Buffer, ReadableBuffer, read_into_part};
+use crate::errors::IntoPyResult;
+use crate::runtime::{runtime, wait};
+
+/// Bytes handed to `fileobj.write` at a time: 4 MiB, few enough Python calls per GiB (256) for
+/// their cost not to show, small enough that the first write comes early.
+pub const BLOCK: usize = 4 * 1024 * 1024;
+
+/// Blocks read ahead of the Python side: one being written while the next one arrives.
+pub const BLOCKS_AHEAD: usize = 2;
+
+/// Everything `fileobj` yields (to its end) into `writer`, which is then finished; a failure
+/// anywhere aborts the upload.
+pub fn upload_fileobj(
+    py: Python<'_>,
+    fileobj: &Bound<'_, PyAny>,
+    mut writer: ObjectWriter,
+) -> PyResult<brisk_client::UploadResult> {
+    let copied = if fileobj.hasattr("readinto")? {
+        loop {
+            match read_into_part(py, fileobj, &mut writer) {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+        }
+    } else if fileobj.hasattr("read")? {
+        copy_reads(py, fileobj, &mut writer)
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "upload_fileobj needs a binary file object with readinto() or read(), not {}",
+            fileobj.get_type().name()?
+        )))
+    };
+    if let Err(e) = copied {
+        let _ = wait(py, writer.abort());
+        return Err(e);
+    }
+    wait(py, writer.finish())?.py_err(py)
+}
+
+/// For a file object with `read` only: each read's bytes copied into the parts.
+fn copy_reads(
+    py: Python<'_>,
+    fileobj: &Bound<'_, PyAny>,
+    writer: &mut ObjectWriter,
+) -> PyResult<()> {
+    loop {
+        let data = fileobj.call_method1("read", (BLOCK,))?;
+        if data.is_none() {
+            return Err(PyTypeError::new_err(
+                "read() returned None: the file object is non-blocking and had no data; pass a blocking one",
+            ));
+        }
+        let bytes = ReadableBuffer::get(&data).map_err(|_| {
+            PyTypeError::new_err(
+                "read() returned text, not bytes: open the file in binary mode ('rb')",
+            )
+        })?;
+        let bytes = bytes.as_slice();
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        wait(py, writer.write(bytes))?.py_err(py)?;
+    }
+}
+
+/// The object `bucket`/`key` written to `fileobj` front to back; returns its size.
+pub fn download_fileobj(
+    py: Python<'_>,
+    client: brisk_client::Client,
+    bucket: String,
+    key: String,
+    fileobj: &Bound<'_, PyAny>,
+) -> PyResult<u64> {
+    let write = fileobj.getattr("write").map_err(|_| {
+        PyTypeError::new_err(format!(
+            "download_fileobj needs a binary file object with write(), not {}",
+            fileobj
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        ))
+    })?;
+    let (tx, mut rx) =
+        tokio::sync::mpsc::channel::<brisk_client::Result<(PooledBlock, usize)>>(BLOCKS_AHEAD);
+    let reader = runtime().spawn(async move {
+        let mut stream = match client.get_stream(&bucket, &key).await {
+            Ok(stream) => stream,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
+        loop {
+            let filled = fill_block(&client, &mut stream).await;
+            let end = matches!(filled, Ok((_, 0)) | Err(_));
+            if tx.send(filled).await.is_err() || end {
+                return;
+            }
+        }
+    });
+    // The reader stops when this side stops receiving (the channel closes), whatever the reason.
+    let _stop = AbortOnDrop(reader);
+    let mut size = 0u64;
+    loop {
+        let next = wait(py, rx.recv())?;
+        let Some(filled) = next else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "brisk's download task ended without a result",
+            ));
+        };
+        let (block, len) = filled.py_err(py)?;
+        if len == 0 {
+            return Ok(size);
+        }
+        let buffer = Bound::new(py, Buffer::block(block, len))?;
+        write_all(&write, &buffer, len)?;
+        size += len as u64;
+    }
+}
+
+/// `write(buffer)`, again with the rest for as long as `write` says it took less (a raw,
+/// unbuffered file may); `None` (a write that does not say) is taken as all of it.
+fn write_all(write: &Bound<'_, PyAny>, buffer: &Bound<'_, Buffer>, len: usize) -> PyResult<()> {
+    let mut view = pyo3::types::PyMemoryView::from(buffer.as_any())?.into_any();
+    let mut left = len;
+    loop {
+        let took = write.call1((&view,))?;
+        let n = if took.is_none() {
+            left
+        } else {
+            took.extract::<usize>()?
+        };
+        if n >= left {
+            break;
+        }
+        if n == 0 {
+            return Err(pyo3::exceptions::PyOSError::new_err(
+                "write() took none of the bytes it was given",
+            ));
+        }
+        view = view.get_item(pyo3::types::PySlice::new(
+            view.py(),
+            n as isize,
+            left as isize,
+            1,
+        ))?;
+        left -= n;
+    }
+    let _ = view.call_method0("release");
+    Ok(())
+}
+
+/// A block of [`BLOCK`] bytes filled from `stream` (fewer only at its end; 0 once it has ended).
+async fn fill_block(
+    client: &brisk_client::Client,
+    stream: &mut brisk_client::ObjectStream,
+) -> brisk_client::Result<(PooledBlock, usize)> {
+    let mut block = client.buffer_pool().get(BLOCK).await?;
+    let mut filled = 0;
+    while filled < BLOCK {
+        let n = stream.read(&mut block[filled..BLOCK]).await?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    Ok((block, filled))
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

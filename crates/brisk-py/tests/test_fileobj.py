@@ -1,0 +1,272 @@
+"""Python file objects in and out: `open_writer` (`brisk.ObjectWriter`), `upload_fileobj`,
+`download_fileobj`, against brisk serve and MinIO, with boto3 reading what brisk wrote and listing
+the multipart uploads left behind (none, whatever went wrong)."""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import boto3
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import brisk
+
+from conftest import ACCESS_KEY, SECRET_KEY
+
+MiB = 1024 * 1024
+
+
+def data(n: int, seed: int = 7) -> bytes:
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+@pytest.fixture
+def s3(server):
+    return boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+
+
+def uploads_in_progress(s3, bucket: str) -> list[str]:
+    return [u["Key"] for u in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])]
+
+
+def no_upload_lingers(s3, bucket: str, within: float = 5.0) -> None:
+    """An abort made in the background (a collected writer) lands within a moment."""
+    deadline = time.monotonic() + within
+    while uploads_in_progress(s3, bucket) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert uploads_in_progress(s3, bucket) == []
+
+
+@pytest.mark.parametrize("size, parts", [(0, 1), (1000, 1), (8 * MiB, 1), (20 * MiB + 3, 3)])
+def test_a_writer_stores_exactly_what_was_written(client, s3, bucket, size, parts):
+    blob = data(size)
+    with client.open_writer(bucket, "w") as f:
+        assert f.writable() and not f.readable() and not f.seekable()
+        # One byte, a few, more than a part at once, then the rest, from different buffer types.
+        at = 0
+        for step, kind in [(1, bytes), (7, bytearray), (9 * MiB + 1, memoryview), (size, np.frombuffer)]:
+            piece = blob[at : at + min(step, size - at)]
+            assert f.write(kind(piece) if kind is not np.frombuffer else np.frombuffer(piece, np.uint8)) == len(piece)
+            at += len(piece)
+        assert f.tell() == size
+        assert f.result is None and not f.closed
+    assert f.closed and f.tell() == size
+    assert (f.result.size, f.result.parts) == (size, parts)
+    got = s3.get_object(Bucket=bucket, Key="w")
+    assert got["ContentLength"] == size and got["Body"].read() == blob
+    assert got["ETag"] == f.result.etag
+    with pytest.raises(ValueError, match="closed"):
+        f.write(b"more")
+    f.close()  # again: nothing happens
+
+
+def test_an_exception_in_the_with_block_stores_nothing(client, s3, bucket):
+    with pytest.raises(RuntimeError, match="half way"):
+        with client.open_writer(bucket, "half") as f:
+            f.write(data(12 * MiB))  # a part has been sent: a multipart upload exists
+            raise RuntimeError("half way")
+    assert f.closed and f.result is None
+    with pytest.raises(brisk.NoSuchKey):
+        client.head(bucket, "half")
+    assert uploads_in_progress(s3, bucket) == []
+
+
+def test_abort_and_an_unclosed_writer_store_nothing(client, s3, bucket):
+    f = client.open_writer(bucket, "aborted")
+    f.write(data(12 * MiB))
+    f.abort()
+    assert f.closed
+    with pytest.raises(ValueError, match="closed"):
+        f.write(b"x")
+
+    f = client.open_writer(bucket, "dropped")
+    f.write(data(12 * MiB))
+    del f
+    gc.collect()
+    no_upload_lingers(s3, bucket)
+    for key in ("aborted", "dropped"):
+        with pytest.raises(brisk.NoSuchKey):
+            client.head(bucket, key)
+
+
+def test_parquet_written_by_pyarrow_into_a_writer(client, bucket):
+    table = pa.table({"x": np.arange(300_000), "y": np.random.default_rng(2).random(300_000)})
+    with client.open_writer(bucket, "t.parquet") as f:
+        pq.write_table(table, f)
+    back = pq.read_table(io.BytesIO(bytes(client.get(bucket, "t.parquet"))))
+    assert back.equals(table)
+
+
+class ReadOnly:
+    """A stream with `read` and no `readinto` (a generator-backed reader, some decompressors)."""
+
+    def __init__(self, blob: bytes, step: int) -> None:
+        self.blob, self.at, self.step = blob, 0, step
+
+    def read(self, n: int = -1) -> bytes:
+        n = min(n, self.step)
+        out = self.blob[self.at : self.at + n]
+        self.at += len(out)
+        return out
+
+
+class KeepsTheView(io.RawIOBase):
+    """A broken file object: it keeps a slice of the buffer its readinto was given."""
+
+    def __init__(self) -> None:
+        self.kept = []
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        b[:3] = b"abc"
+        self.kept.append(b[:3])
+        return 3
+
+
+@pytest.mark.parametrize("source", ["file", "bytesio", "read-only"])
+def test_upload_fileobj(client, s3, bucket, tmp_path, source):
+    blob = data(13 * MiB + 11, seed=3)
+    if source == "file":
+        path = tmp_path / "src.bin"
+        path.write_bytes(blob)
+        fileobj = open(path, "rb")
+    elif source == "bytesio":
+        fileobj = io.BytesIO(blob)
+    else:
+        fileobj = ReadOnly(blob, 1 * MiB + 5)
+    result = client.upload_fileobj(fileobj, bucket, "up")
+    if hasattr(fileobj, "close"):
+        fileobj.close()
+    assert (result.size, result.parts) == (len(blob), 2)
+    assert s3.get_object(Bucket=bucket, Key="up")["Body"].read() == blob
+
+
+def test_upload_fileobj_refuses_what_it_cannot_use_and_stores_nothing(client, s3, bucket, tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text("text\n" * 1000)
+    with open(path) as text, pytest.raises(TypeError, match="binary mode"):
+        client.upload_fileobj(ReadOnlyText(text), bucket, "text")
+    with pytest.raises(TypeError, match="readinto"):
+        client.upload_fileobj(object(), bucket, "nothing")
+    broken = KeepsTheView()
+    with pytest.raises(BufferError, match="kept a view"):
+        client.upload_fileobj(broken, bucket, "kept")
+    assert bytes(broken.kept[0]) == b"abc"  # still valid memory: the block was not reused
+    for key in ("text", "nothing", "kept"):
+        with pytest.raises(brisk.NoSuchKey):
+            client.head(bucket, key)
+    assert uploads_in_progress(s3, bucket) == []
+
+
+class ReadOnlyText:
+    def __init__(self, f) -> None:
+        self.f = f
+
+    def read(self, n: int = -1):
+        return self.f.read(n)
+
+
+class ShortWrites(io.RawIOBase):
+    """A raw file object that takes at most 100,000 bytes per write, as a raw file may."""
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        n = min(len(b), 100_000)
+        self.out += memoryview(b)[:n]
+        return n
+
+
+@pytest.mark.parametrize("size", [0, 5, 9 * MiB + 7])
+def test_download_fileobj(client, bucket, tmp_path, size):
+    blob = data(size, seed=9)
+    client.put(bucket, "down", blob)
+    out = io.BytesIO()
+    assert client.download_fileobj(bucket, "down", out) == size
+    assert out.getvalue() == blob
+    with open(tmp_path / "down.bin", "wb") as f:
+        assert client.download_fileobj(bucket, "down", f) == size
+    assert (tmp_path / "down.bin").read_bytes() == blob
+    short = ShortWrites()
+    assert client.download_fileobj(bucket, "down", short) == size
+    assert bytes(short.out) == blob
+
+
+def test_download_fileobj_of_a_missing_key(client, bucket):
+    with pytest.raises(brisk.NoSuchKey):
+        client.download_fileobj(bucket, "missing", io.BytesIO())
+
+
+# A fresh interpreter streams 256 MiB through each call; RSS is read around the call.
+STREAM = textwrap.dedent(
+    """
+    import json, sys
+    import brisk
+
+    def rss():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+
+    endpoint, bucket, path, mode = sys.argv[1:5]
+    client = brisk.Client(endpoint, access_key_id=sys.argv[5], secret_access_key=sys.argv[6],
+                          region="us-east-1", part_size="8MiB", parts_in_flight=4)
+    client.put(bucket, "warm", b"x")
+    chunk = bytes(range(256)) * 4096  # 1 MiB
+    before = rss()
+    if mode == "writer":
+        with client.open_writer(bucket, "streamed") as f:
+            for _ in range(256):
+                f.write(chunk)
+        size = f.result.size
+    elif mode == "upload_fileobj":
+        with open(path, "rb") as f:
+            size = client.upload_fileobj(f, bucket, "streamed").size
+    else:
+        with open(path, "wb") as f:
+            size = client.download_fileobj(bucket, "streamed", f)
+    print(json.dumps({"size": size, "growth": rss() - before}))
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["writer", "upload_fileobj", "download_fileobj"])
+def test_256_mib_streams_through_a_few_parts_of_memory(brisk_server, tmp_path, mode):
+    client = brisk_server.client()
+    bucket = "stream-" + mode.replace("_", "-")
+    client.create_bucket(bucket)
+    path = tmp_path / "256MiB.bin"
+    if mode == "upload_fileobj":
+        with open(path, "wb") as f:
+            for i in range(32):
+                f.write(data(8 * MiB, seed=i))
+    if mode == "download_fileobj":
+        with client.open_writer(bucket, "streamed") as f:
+            for i in range(32):
+                f.write(data(8 * MiB, seed=i))
+    out = subprocess.run(
+        [sys.executable, "-c", STREAM, brisk_server.endpoint, bucket, str(path), mode, ACCESS_KEY, SECRET_KEY],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    assert measured["size"] == 256 * MiB
+    # 4 parts in flight and one filling, 8 MiB each, is 40 MiB; the rest is connections and slack.
+    assert measured["growth"] < 64 * MiB, measured
