@@ -7,7 +7,8 @@
 #                                4 rounds, the first a warm-up (about 20 minutes)
 #   bench/python.sh --quick      a 64 MiB object, QD 8 and 64 for 1 s, 2 rounds (two minutes)
 #
-# Further options (bench/python_clients.py run --help): --cases get,random,upload, --clients NAMES,
+# Further options (bench/python_clients.py run --help): --cases get,random,upload (and write,
+# upload_fileobj, download_fileobj: Python file objects), --clients NAMES,
 # --depths 1,64, --duration S, --repeats N, --size 1GiB, --scratch DIR, --out DIR.
 # Writes bench/results/python-brisk-DATE.{tsv,json,md}; `bench/python_clients.py table FILE.tsv` reprints it.
 #
@@ -19,7 +20,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 source bench/venv.sh
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check numpy==2.4.6
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check numpy==2.4.6 fsspec==2026.9.0
 # The package from this checkout, rebuilt each time (a release build: pip's default for maturin).
 CARGO_TARGET_DIR="$root/target" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
   --force-reinstall --no-deps ./crates/brisk-py

@@ -36,6 +36,16 @@ clients in a rotated order in each repeat; round 1 is a warm-up, measured but le
                              block_size 50 MiB, "readahead" cache) doing seek() + read(256 KiB);
                              at QD 1 and 8 only (S3FS_OPEN_MAX_DEPTH): each read fetches 50 MiB, so
                              64 threads' first reads alone would move 3.2 GiB past the window
+  write    1 GiB written from Python 1 MiB at a time to a file object, closed inside the window:
+             brisk-writer    client.open_writer(bucket, key) (8 MiB parts, 4 in flight)
+             brisk-fsspec    fsspec.open("brisk://bucket/key", "wb") (an ObjectWriter beneath)
+             brisk-spool     what brisk.fsspec did before: a temporary file, then client.upload
+             obstore         obstore.open_writer(store, key)
+             s3fs            fs.open(path, "wb") (5 MiB blocks)
+  upload_fileobj   the 1 GiB file, opened before the window: brisk upload_fileobj, obstore put(file),
+                   boto3 upload_fileobj, s3fs open("wb") + shutil.copyfileobj
+  download_fileobj the object into a file opened before the window: brisk download_fileobj, obstore
+                   get() chunks, boto3 download_fileobj, s3fs open("rb") + shutil.copyfileobj
   upload   a 1 GiB file (64 MiB with --quick) from the page cache:
              brisk-upload    client.upload(path, bucket, key) (8 MiB parts, 4 in flight)
              obstore         obstore.put(store, key, Path) (5 MiB parts, 12 in flight)
@@ -89,6 +99,9 @@ CLIENTS = {
     "random": ("brisk-ranges", "brisk-into", "obstore-ranges", "obstore-tasks", "boto3", "s3fs-ranges",
                "s3fs-open"),
     "upload": ("brisk-upload", "obstore", "boto3", "s3fs"),
+    "write": ("brisk-writer", "brisk-fsspec", "brisk-spool", "obstore", "s3fs"),
+    "upload_fileobj": ("brisk-fileobj", "obstore", "boto3", "s3fs"),
+    "download_fileobj": ("brisk-fileobj", "obstore", "boto3", "s3fs"),
 }
 LABELS = {
     ("get", "brisk-get"): "brisk `get` -> `Buffer`",
@@ -107,7 +120,22 @@ LABELS = {
     ("upload", "obstore"): "obstore `put(store, key, Path)`",
     ("upload", "boto3"): "boto3 `upload_file`",
     ("upload", "s3fs"): "s3fs `put_file`",
+    ("write", "brisk-writer"): "brisk `open_writer().write()`",
+    ("write", "brisk-fsspec"): "brisk `fsspec.open(\"brisk://...\", \"wb\")`",
+    ("write", "brisk-spool"): "brisk's former fsspec write: temporary file, then `upload`",
+    ("write", "obstore"): "obstore `open_writer().write()`",
+    ("write", "s3fs"): "s3fs `open(\"wb\").write()`",
+    ("upload_fileobj", "brisk-fileobj"): "brisk `upload_fileobj`",
+    ("upload_fileobj", "obstore"): "obstore `put(store, key, file)`",
+    ("upload_fileobj", "boto3"): "boto3 `upload_fileobj`",
+    ("upload_fileobj", "s3fs"): "s3fs `open(\"wb\")` + `shutil.copyfileobj`",
+    ("download_fileobj", "brisk-fileobj"): "brisk `download_fileobj`",
+    ("download_fileobj", "obstore"): "obstore `get()` chunks -> `file.write`",
+    ("download_fileobj", "boto3"): "boto3 `download_fileobj`",
+    ("download_fileobj", "s3fs"): "s3fs `open(\"rb\")` + `shutil.copyfileobj`",
 }
+# What the write case writes per call: 1 MiB, as a Parquet or CSV writer's buffered flushes do.
+WRITE_CHUNK = MIB
 FULL_SIZE, QUICK_SIZE = GIB, 64 * MIB
 FULL_DEPTHS, QUICK_DEPTHS = (1, 8, 64, 128), (8, 64)
 FULL_DURATION, QUICK_DURATION = 5.0, 1.0
@@ -217,6 +245,128 @@ def upload_file(client, endpoint, bucket, key, size, path):
     if client == "s3fs":
         fs = s3fs_filesystem(endpoint)
         return lambda: (fs.put_file(path, f"{bucket}/{key}"), size)[1]
+    raise ValueError(client)
+
+
+def write_stream(client, endpoint, bucket, key, size):
+    """`size` bytes written from Python 1 MiB at a time (the same chunk again and again) to a file
+    object of each client, closed (stored) inside the window."""
+    chunk = os.urandom(WRITE_CHUNK)
+    count = size // WRITE_CHUNK
+
+    def write_all(f):
+        for _ in range(count):
+            f.write(chunk)
+
+    if client == "brisk-writer":
+        c = brisk_client(endpoint)
+
+        def run():
+            with c.open_writer(bucket, key) as f:
+                write_all(f)
+            return size
+        return run
+    if client == "brisk-fsspec":
+        import fsspec
+
+        fs = fsspec.filesystem("brisk", endpoint_url=endpoint, client_kwargs={"addressing_style": "path"})
+
+        def run():
+            with fs.open(f"{bucket}/{key}", "wb") as f:
+                write_all(f)
+            return size
+        return run
+    if client == "brisk-spool":
+        import tempfile
+
+        c = brisk_client(endpoint)
+
+        def run():
+            # What brisk.fsspec's files did before they wrote through open_writer (the same calls).
+            spool = tempfile.NamedTemporaryFile(prefix="brisk-fsspec-", delete=False)
+            write_all(spool)
+            spool.close()
+            try:
+                c.upload(spool.name, bucket, key)
+            finally:
+                os.unlink(spool.name)
+            return size
+        return run
+    if client == "obstore":
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+
+        def run():
+            with obstore.open_writer(store, key) as f:
+                write_all(f)
+            return size
+        return run
+    if client == "s3fs":
+        fs = s3fs_filesystem(endpoint)
+
+        def run():
+            with fs.open(f"{bucket}/{key}", "wb") as f:
+                write_all(f)
+            return size
+        return run
+    raise ValueError(client)
+
+
+def upload_fileobj(client, endpoint, bucket, key, size, path):
+    """A file opened before the window, uploaded through each client's file-object call."""
+    f = open(path, "rb")
+    if client == "brisk-fileobj":
+        c = brisk_client(endpoint)
+        return lambda: c.upload_fileobj(f, bucket, key).size
+    if client == "obstore":
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+        return lambda: (obstore.put(store, key, f), size)[1]
+    if client == "boto3":
+        s3 = compare.boto3_client(endpoint)
+        return lambda: (s3.upload_fileobj(f, bucket, key), size)[1]
+    if client == "s3fs":
+        fs = s3fs_filesystem(endpoint)
+
+        def run():
+            with fs.open(f"{bucket}/{key}", "wb") as out:
+                shutil.copyfileobj(f, out, 8 * MIB)
+            return size
+        return run
+    raise ValueError(client)
+
+
+def download_fileobj(client, endpoint, bucket, key, size, path):
+    """The object written to a file opened before the window (`path`, removed by the caller)."""
+    out = open(path, "wb")
+    if client == "brisk-fileobj":
+        c = brisk_client(endpoint)
+        return lambda: c.download_fileobj(bucket, key, out)
+    if client == "obstore":
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+
+        def run():
+            n = 0
+            for chunk in obstore.get(store, key):
+                out.write(chunk)
+                n += len(chunk)
+            return n
+        return run
+    if client == "boto3":
+        s3 = compare.boto3_client(endpoint)
+        return lambda: (s3.download_fileobj(bucket, key, out), out.tell())[1]
+    if client == "s3fs":
+        fs = s3fs_filesystem(endpoint)
+
+        def run():
+            with fs.open(f"{bucket}/{key}", "rb") as src:
+                shutil.copyfileobj(src, out, 8 * MIB)
+            return out.tell()
+        return run
     raise ValueError(client)
 
 
@@ -353,6 +503,12 @@ def drive(client, case, endpoint, bucket, key, size, depth, seconds, path=None):
         op = get_whole(client, endpoint, bucket, key, size)
     elif case == "upload":
         op = upload_file(client, endpoint, bucket, key, size, path)
+    elif case == "write":
+        op = write_stream(client, endpoint, bucket, key, size)
+    elif case == "upload_fileobj":
+        op = upload_fileobj(client, endpoint, bucket, key, size, path)
+    elif case == "download_fileobj":
+        op = download_fileobj(client, endpoint, bucket, key, size, path)
     else:
         op = random_reads(client, endpoint, bucket, key, size, depth, seconds)
     with Measured() as m:
@@ -459,13 +615,17 @@ def run(args):
                         if client == "s3fs-open" and depth > S3FS_OPEN_MAX_DEPTH:
                             continue
                         python = pythons["s3fs"] if client.startswith("s3fs") else sys.executable
-                        key = f"upload-{client}" if case == "upload" else "object"
-                        row = measure(server, python, client, case, key, size, depth, seconds,
-                                      source if case == "upload" else None)
+                        writes = case in ("upload", "write", "upload_fileobj")
+                        key = f"{case}-{client}" if writes else "object"
+                        path = {"upload": source, "upload_fileobj": source,
+                                "download_fileobj": os.path.join(work, "downloaded")}.get(case)
+                        row = measure(server, python, client, case, key, size, depth, seconds, path)
                         row["repeat"] = rep + 1
                         rows.append(row)
-                        if case == "upload":
+                        if writes:
                             c.delete(BUCKET, key)
+                        if case == "download_fileobj" and os.path.exists(path):
+                            os.unlink(path)
                         partial.write(compare.tsv_line(row, TSV_FIELDS))
                         partial.flush()
                         print(progress_line(row), file=sys.stderr)
@@ -590,6 +750,15 @@ def tables(meta, rows):
         out.append("")
     if any(r["case"] == "upload" for r in rows):
         whole_table("upload", f"Upload of a {size_text} file (in the page cache).")
+    if any(r["case"] == "write" for r in rows):
+        whole_table("write", f"{size_text} written from Python 1 MiB at a time to each client's file object, "
+                    "closed (stored) inside the window.")
+    if any(r["case"] == "upload_fileobj" for r in rows):
+        whole_table("upload_fileobj", f"Upload of an open {size_text} file (in the page cache) through each "
+                    "client's file-object call.")
+    if any(r["case"] == "download_fileobj" for r in rows):
+        whole_table("download_fileobj", f"The {size_text} object written to an open file (on the scratch "
+                    "directory's file system) through each client's file-object call.")
     return "\n".join(out)
 
 
