@@ -358,7 +358,11 @@ def download_fileobj(client, endpoint, bucket, key, size, path):
         return run
     if client == "boto3":
         s3 = compare.boto3_client(endpoint)
-        return lambda: (s3.download_fileobj(bucket, key, out), out.tell())[1]
+        def run():
+            s3.download_fileobj(bucket, key, out)
+            out.flush()  # its threads write parts out of order: the size is the file's, not tell()
+            return os.fstat(out.fileno()).st_size
+        return run
     if client == "s3fs":
         fs = s3fs_filesystem(endpoint)
 
