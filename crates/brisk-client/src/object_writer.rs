@@ -38,7 +38,7 @@ use crate::request::{check_bucket, check_key};
 use crate::transfer::{
     MAX_PARTS, TransferOptions, UploadResult, check_upload_options, next_finished_part,
 };
-use crate::upload_stream::stream_part_size;
+use crate::upload_stream::{StreamPart, stream_part_size};
 
 /// An object being written; see the [module docs](self).
 #[derive(Debug)]
@@ -280,27 +280,20 @@ impl ObjectWriter {
             .take()
             .expect("send_part is called with a part being filled");
         let len = self.filled;
-        let (client, bucket, key) = (self.client.clone(), self.bucket.clone(), self.key.clone());
-        let (number, signed, checksum) = (self.part_number, self.signed, self.options.checksum);
-        let progress = self.options.progress.clone();
-        self.tasks.spawn(async move {
-            let part = client
-                .upload_part(
-                    &bucket,
-                    &key,
-                    &upload_id,
-                    number,
-                    &block[..len],
-                    signed,
-                    checksum,
-                    None,
-                )
-                .await?;
-            if let Some(progress) = progress {
-                progress.add(len as u64);
-            }
-            Ok(part)
-        });
+        let part = StreamPart {
+            upload_id: &upload_id,
+            number: self.part_number,
+            block,
+            len,
+            signed: self.signed,
+        };
+        self.client.spawn_stream_part(
+            &mut self.tasks,
+            &self.bucket,
+            &self.key,
+            part,
+            &self.options,
+        );
         self.sent += len as u64;
         self.filled = 0;
         self.part_number += 1;

@@ -191,33 +191,14 @@ impl Client {
                     });
                 }
                 size += len as u64;
-                let (client, bucket, key, upload_id) = (
-                    self.clone(),
-                    bucket.to_owned(),
-                    key.to_owned(),
-                    upload_id.to_owned(),
-                );
-                let number = part_number;
-                let checksum = options.checksum;
-                let progress = options.progress.clone();
-                tasks.spawn(async move {
-                    let part = client
-                        .upload_part(
-                            &bucket,
-                            &key,
-                            &upload_id,
-                            number,
-                            &block[..len],
-                            signed,
-                            checksum,
-                            None,
-                        )
-                        .await?;
-                    if let Some(progress) = progress {
-                        progress.add(len as u64);
-                    }
-                    Ok(part)
-                });
+                let part = StreamPart {
+                    upload_id,
+                    number: part_number,
+                    block,
+                    len,
+                    signed,
+                };
+                self.spawn_stream_part(&mut tasks, bucket, key, part, options);
                 part_number += 1;
                 // A part shorter than its size was the last one.
                 let wanted = stream_part_size(options.part_size, part_number);
@@ -238,6 +219,59 @@ impl Client {
         }
         done.sort_by_key(|p| p.part_number);
         Ok((done, size))
+    }
+}
+
+/// A full block of a stream, ready to be sent as part `number` of `upload_id`.
+pub(crate) struct StreamPart<'a> {
+    pub upload_id: &'a str,
+    pub number: u32,
+    pub block: PooledBlock,
+    /// The bytes of `block` that are the part.
+    pub len: usize,
+    pub signed: bool,
+}
+
+impl Client {
+    /// Sends `part` on a task of its own in `tasks`, counting its bytes in `options.progress` once
+    /// the server has them.
+    pub(crate) fn spawn_stream_part(
+        &self,
+        tasks: &mut JoinSet<Result<CompletedPart>>,
+        bucket: &str,
+        key: &str,
+        part: StreamPart<'_>,
+        options: &TransferOptions,
+    ) {
+        let (client, bucket, key) = (self.clone(), bucket.to_owned(), key.to_owned());
+        let upload_id = part.upload_id.to_owned();
+        let StreamPart {
+            number,
+            block,
+            len,
+            signed,
+            ..
+        } = part;
+        let checksum = options.checksum;
+        let progress = options.progress.clone();
+        tasks.spawn(async move {
+            let part = client
+                .upload_part(
+                    &bucket,
+                    &key,
+                    &upload_id,
+                    number,
+                    &block[..len],
+                    signed,
+                    checksum,
+                    None,
+                )
+                .await?;
+            if let Some(progress) = progress {
+                progress.add(len as u64);
+            }
+            Ok(part)
+        });
     }
 }
 
