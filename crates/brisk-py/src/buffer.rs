@@ -156,32 +156,7 @@ impl Buffer {
         // and length describe memory owned by this Buffer, which stays alive while the view exists
         // (the view holds a strong reference in `obj`) and is not freed or moved while exported:
         // `release()` refuses while `exports > 0`, and ExactBuf/PooledBlock memory never moves.
-        // `shape` and `strides` point into the view itself, the usual idiom for one dimension.
-        unsafe {
-            (*view).obj = slf.into_any().into_ptr();
-            (*view).buf = ptr as *mut std::ffi::c_void;
-            (*view).len = len as isize;
-            (*view).readonly = 1;
-            (*view).itemsize = 1;
-            (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
-                c"B".as_ptr().cast_mut()
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).ndim = 1;
-            (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
-                &raw mut (*view).len
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
-                &raw mut (*view).itemsize
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).suboffsets = std::ptr::null_mut();
-            (*view).internal = std::ptr::null_mut();
-        }
+        unsafe { fill_view(view, slf.into_any(), ptr.cast_mut(), len, true, flags) };
         Ok(())
     }
 
@@ -189,6 +164,51 @@ impl Buffer {
     /// Called by Python once per view `__getbuffer__` filled.
     unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {
         self.exports.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Fills `view` as a one-dimensional buffer of `len` bytes at `buf`, exported by `owner` (the view
+/// keeps a strong reference to it), with `shape` and `strides` pointing into the view itself (the
+/// usual idiom for one dimension) when `flags` ask for them.
+///
+/// # Safety
+///
+/// `view` must be a valid, non-null Py_buffer for Python to fill, and `len` bytes at `buf` must stay
+/// valid (and, unless `readonly`, writable) for as long as the view is exported.
+unsafe fn fill_view(
+    view: *mut pyo3::ffi::Py_buffer,
+    owner: Bound<'_, PyAny>,
+    buf: *mut u8,
+    len: usize,
+    readonly: bool,
+    flags: c_int,
+) {
+    use pyo3::ffi;
+    // SAFETY: the caller's contract.
+    unsafe {
+        (*view).obj = owner.into_ptr();
+        (*view).buf = buf.cast::<std::ffi::c_void>();
+        (*view).len = len as isize;
+        (*view).readonly = c_int::from(readonly);
+        (*view).itemsize = 1;
+        (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
+            c"B".as_ptr().cast_mut()
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).ndim = 1;
+        (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
+            &raw mut (*view).len
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
+            &raw mut (*view).itemsize
+        } else {
+            std::ptr::null_mut()
+        };
+        (*view).suboffsets = std::ptr::null_mut();
+        (*view).internal = std::ptr::null_mut();
     }
 }
 
@@ -362,7 +382,6 @@ impl LentWindow {
         view: *mut pyo3::ffi::Py_buffer,
         flags: c_int,
     ) -> PyResult<()> {
-        use pyo3::ffi;
         if view.is_null() {
             return Err(PyBufferError::new_err("view is null"));
         }
@@ -379,31 +398,7 @@ impl LentWindow {
         // `read_into_part` borrows mutably for as long as the window is open, and that is never
         // reused while a view of it exists: views still exported when the call returns make
         // `read_into_part` abandon the block (it stays mapped and out of the pool for good).
-        unsafe {
-            (*view).obj = slf.into_any().into_ptr();
-            (*view).buf = addr as *mut std::ffi::c_void;
-            (*view).len = len as isize;
-            (*view).readonly = 0;
-            (*view).itemsize = 1;
-            (*view).format = if flags & ffi::PyBUF_FORMAT == ffi::PyBUF_FORMAT {
-                c"B".as_ptr().cast_mut()
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).ndim = 1;
-            (*view).shape = if flags & ffi::PyBUF_ND == ffi::PyBUF_ND {
-                &raw mut (*view).len
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
-                &raw mut (*view).itemsize
-            } else {
-                std::ptr::null_mut()
-            };
-            (*view).suboffsets = std::ptr::null_mut();
-            (*view).internal = std::ptr::null_mut();
-        }
+        unsafe { fill_view(view, slf.into_any(), addr as *mut u8, len, false, flags) };
         Ok(())
     }
 
