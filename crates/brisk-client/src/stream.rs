@@ -82,6 +82,41 @@ impl Client {
 }
 
 impl Client {
+    /// Starts reading `bucket`/`key` from byte `offset` to its end as a stream: one GET with
+    /// `Range: bytes=offset-`, and a read resumed after a failure is pinned to that response's ETag.
+    /// From offset 0 this is [`get_stream`](Self::get_stream), whose stored checksum is checked at
+    /// the end; from elsewhere no checksum is (a range has none stored). An `offset` at or past the
+    /// end is [`Error::InvalidRange`], as S3 answers it. The stream's
+    /// [`content_length`](ObjectStream::content_length) is the bytes from `offset` to the end.
+    pub async fn get_stream_from(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+    ) -> Result<ObjectStream> {
+        if offset == 0 {
+            return self.get_stream(bucket, key).await;
+        }
+        check_bucket(bucket)?;
+        check_key(key)?;
+        let spec = RequestSpec::new("GET", Some(bucket), Some(key))
+            .header("range", format!("bytes={offset}-"));
+        let response = self.send(&spec).await?;
+        let length = body_length(&response)?;
+        if response.head().status() != 206 {
+            return Err(Error::UnexpectedResponse {
+                what: format!(
+                    "a read from byte {offset} got status {}, expected 206",
+                    response.head().status()
+                ),
+            });
+        }
+        let etag = response.header("etag").map(str::to_owned);
+        let mut stream = ObjectStream::new(self, bucket, key, offset, length, etag);
+        stream.response = Some(response);
+        Ok(stream)
+    }
+
     /// Starts reading `len` bytes of `bucket`/`key` from `offset` as a stream, every GET (the first
     /// and any resumed one) pinned to `etag` with `If-Match`: a changed object is
     /// [`Error::ObjectChanged`]. No checksum is checked (a range has no stored checksum of its own);

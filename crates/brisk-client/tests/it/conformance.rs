@@ -694,6 +694,25 @@ async fn streamed_reads_reassemble_the_object() {
             c.get_stream(&bucket, "missing").await,
             Err(Error::NoSuchKey(_))
         ));
+        // From an offset: the rest of the object, byte for byte; at the end, InvalidRange.
+        for offset in [1u64, 1000, body.len() as u64 - 1] {
+            let mut stream = c.get_stream_from(&bucket, "s", offset).await.unwrap();
+            assert_eq!(stream.content_length(), body.len() as u64 - offset);
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = stream.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert!(got[..] == body[offset as usize..], "from {offset}");
+        }
+        assert!(matches!(
+            c.get_stream_from(&bucket, "s", body.len() as u64).await,
+            Err(Error::InvalidRange(_))
+        ));
         // Every stream gave its connection back.
         assert!(c.metrics().connections_opened <= 2, "{:?}", c.metrics());
     })
