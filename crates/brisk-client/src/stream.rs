@@ -121,7 +121,7 @@ impl Client {
     /// and any resumed one) pinned to `etag` with `If-Match`: a changed object is
     /// [`Error::ObjectChanged`]. No checksum is checked (a range has no stored checksum of its own);
     /// the caller sums what it reads. `len` must be at least 1.
-    pub(crate) async fn get_range_stream(
+    pub async fn get_range_stream(
         &self,
         bucket: &str,
         key: &str,

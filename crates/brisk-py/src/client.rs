@@ -30,6 +30,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::aio;
 use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
+use crate::reader::ObjectReader;
 use crate::runtime::{spawn_wait, wait};
 use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
 use crate::writer::ObjectWriter;
@@ -909,6 +910,20 @@ impl Client {
         fileobj: &Bound<'_, PyAny>,
     ) -> PyResult<u64> {
         crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj)
+    }
+
+    /// The object opened as a binary file for reading (read, readinto, seek) over one streamed
+    /// GET from `offset`: sequential reads of any size make one request (see
+    /// `brisk.ObjectReader`).
+    #[pyo3(signature = (bucket, key, *, offset=0))]
+    fn open_reader(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+    ) -> PyResult<ObjectReader> {
+        ObjectReader::open(py, self.inner(), bucket, key, offset)
     }
 
     /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in

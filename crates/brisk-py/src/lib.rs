@@ -7,7 +7,8 @@
 //!   Ctrl-C working.
 //! - [`errors`]: Rust errors as the exceptions of `brisk.errors`.
 //! - [`types`]: metadata, listing entries, results.
-//! - [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object;
+//! - [`reader`]: `brisk.ObjectReader`, an object opened as a file for reading over one streamed GET;
+//!   [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object;
 //!   [`fileobj`]: `upload_fileobj` and `download_fileobj` with Python file objects.
 
 use pyo3::prelude::*;
@@ -17,6 +18,7 @@ pub mod buffer;
 pub mod client;
 pub mod errors;
 pub mod fileobj;
+pub mod reader;
 pub mod runtime;
 pub mod types;
 pub mod writer;
@@ -38,6 +40,7 @@ fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::UploadResult>()?;
     m.add_class::<writer::ObjectWriter>()?;
+    m.add_class::<reader::ObjectReader>()?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     Ok(())
 }

@@ -270,3 +270,75 @@ def test_256_mib_streams_through_a_few_parts_of_memory(brisk_server, tmp_path, m
     assert measured["size"] == 256 * MiB
     # 4 parts in flight and one filling, 8 MiB each, is 40 MiB; the rest is connections and slack.
     assert measured["growth"] < 64 * MiB, measured
+
+
+def test_a_reader_reads_seeks_and_ends_like_a_file(client, bucket):
+    blob = data(5 * MiB + 17, seed=11)
+    client.put(bucket, "r", blob)
+    before = client.metrics()["requests"]
+    with client.open_reader(bucket, "r") as f:
+        assert (f.size, f.readable(), f.seekable(), f.writable()) == (len(blob), True, True, False)
+        assert f.read(10) == blob[:10]
+        buf = bytearray(1 * MiB)
+        assert f.readinto(buf) == len(buf) and buf == blob[10 : 10 + MiB]
+        at = 10 + MiB
+        pieces = []
+        while piece := f.read(300_000):
+            pieces.append(piece)
+        assert b"".join(pieces) == blob[at:]
+        assert f.read() == b"" and f.tell() == len(blob)
+    assert f.closed
+    # Read front to back in pieces of any size: one GET.
+    assert client.metrics()["requests"] - before == 1
+
+    with client.open_reader(bucket, "r") as f:
+        assert f.seek(1000) == 1000 and f.read(5) == blob[1000:1005]  # forward: read through
+        assert f.seek(-7, 2) == len(blob) - 7 and f.read() == blob[-7:]  # from the end
+        assert f.seek(3 * MiB) == 3 * MiB and f.read(4) == blob[3 * MiB : 3 * MiB + 4]  # back
+        assert f.seek(2, 1) == 3 * MiB + 6 and f.read(2) == blob[3 * MiB + 6 : 3 * MiB + 8]
+        assert f.seek(len(blob) + 5) == len(blob) + 5 and f.read(10) == b""
+        with pytest.raises(ValueError):
+            f.seek(-1)
+    with pytest.raises(ValueError, match="closed"):
+        f.read(1)
+    with client.open_reader(bucket, "r", offset=5 * MiB) as f:
+        assert f.tell() == 5 * MiB and f.read() == blob[5 * MiB :]
+    with pytest.raises(brisk.NoSuchKey):
+        client.open_reader(bucket, "missing")
+    with pytest.raises(brisk.InvalidRange):
+        client.open_reader(bucket, "r", offset=len(blob))
+
+
+def test_pandas_reads_csv_through_a_reader(client, bucket):
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": np.arange(200_000), "b": np.random.default_rng(4).random(200_000)})
+    client.put(bucket, "t.csv", frame.to_csv(index=False).encode())
+    with client.open_reader(bucket, "t.csv") as f:
+        back = pd.read_csv(f)
+    pd.testing.assert_frame_equal(back, frame)
+
+
+def test_fsspec_reads_front_to_back_over_one_stream(server, bucket, monkeypatch):
+    import fsspec
+
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    fs = fsspec.filesystem("brisk", endpoint_url=server.endpoint, skip_instance_cache=True)
+    blob = data(20 * MiB + 3, seed=12)
+    fs.pipe_file(f"{bucket}/seq", blob)
+    before = fs.client.metrics()["requests"]
+    pieces = []
+    with fs.open(f"{bucket}/seq", "rb") as f:
+        while piece := f.read(64 * 1024):
+            pieces.append(piece)
+    assert b"".join(pieces) == blob
+    # A HEAD for the size, one ranged GET, then one stream for the rest: not one GET per 1 MiB block.
+    assert fs.client.metrics()["requests"] - before <= 3
+    with fs.open(f"{bucket}/seq", "rb") as f:  # random reads still work, and drop the stream
+        f.read(2 * MiB)
+        f.seek(15 * MiB)
+        assert f.read(100) == blob[15 * MiB : 15 * MiB + 100]
+        f.seek(1)
+        big = bytearray(3 * MiB)
+        assert f.readinto(big) == len(big) and big == blob[1 : 1 + 3 * MiB]

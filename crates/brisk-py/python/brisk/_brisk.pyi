@@ -78,6 +78,42 @@ class UploadResult:
     size: int
     parts: int
 
+class ObjectReader:
+    """An object opened as a binary file for reading (`Client.open_reader`), over one streamed GET.
+
+    Each `read`/`readinto` continues the same response, so sequential reads of any size make one
+    request; `readinto` reads from the socket straight into the caller's buffer. `seek` forward by
+    at most 1 MiB reads through; any other seek drops the response and the next read starts one
+    from there, pinned to the object's ETag. Read from the start to the end without a seek, the
+    stored checksum is checked at the end. One thread at a time."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to `size` bytes (all that is left if negative); `b""` at the end."""
+    def readall(self) -> bytes:
+        """Everything left."""
+    def readinto(self, buffer: _BufferProtocol, /) -> int:
+        """Fill a writable buffer (fewer bytes only at the end); returns the bytes read."""
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        """Move to `offset` from the start (0), the position (1) or the end (2)."""
+    def tell(self) -> int: ...
+    def readable(self) -> bool: ...
+    def seekable(self) -> bool: ...
+    def writable(self) -> bool: ...
+    def close(self) -> None:
+        """Drop the response."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def etag(self) -> str | None: ...
+    @property
+    def bucket(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    def __enter__(self) -> ObjectReader: ...
+    def __exit__(self, exc_type: object, exc_value: object, traceback: object) -> bool: ...
+
 class ObjectWriter:
     """A binary file opened for writing whose bytes become an object (`Client.open_writer`).
 
@@ -270,6 +306,8 @@ class Client:
     def download_fileobj(self, bucket: str, key: str, fileobj: _Writable) -> int:
         """Write the object to a binary file object (anything with `write()`) front to back, in
         4 MiB `Buffer`s read ahead while Python writes; returns its size."""
+    def open_reader(self, bucket: str, key: str, *, offset: int = 0) -> ObjectReader:
+        """The object opened as a binary file for reading over one streamed GET from `offset`."""
     def open_writer(self, bucket: str, key: str) -> ObjectWriter:
         """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`."""
 

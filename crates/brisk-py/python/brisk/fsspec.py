@@ -7,7 +7,9 @@ What differs from s3fs, and why:
   keep-alive connections), not one request after another.
 - A file opened for reading reads ahead at most `block_size` bytes (default 1 MiB; s3fs reads 50 MiB
   ahead of a random read), and `readinto` of at least a block goes from the socket straight into the
-  caller's buffer (`Client.get_into`), with no intermediate `bytes`.
+  caller's buffer (`Client.get_into`), with no intermediate `bytes`. Once two fetches follow one
+  another, the file reads on from one streamed GET (`Client.open_reader`) instead of a request per
+  block, until a read elsewhere drops it: a CSV read front to back is two requests.
 - A file opened for writing is a `brisk.ObjectWriter`: each `write` is copied into a pooled part and
   full parts are sent while Python goes on writing (s3fs buffers 5 MiB in a `BytesIO` and sends it
   from Python), so memory stays within the client's parts in flight whatever the size, with no
@@ -264,12 +266,36 @@ class BriskFile(AbstractBufferedFile):
                          cache_options=cache_options, **kwargs)
 
     def _fetch_range(self, start: int, end: int) -> bytes:
+        """One ranged GET, or, once the reads follow one another, the next bytes of one streamed
+        GET (`brisk.ObjectReader`) that all later sequential fetches continue."""
         if end <= start:
             return b""
-        return bytes(self.fs.client.get_range(self.bucket, self.key, start, end - start))
+        stream = self._sequential(start)
+        if stream is not None:
+            data = stream.read(end - start)
+        else:
+            data = bytes(self.fs.client.get_range(self.bucket, self.key, start, end - start))
+        self._fetched_to = start + len(data)
+        return data
+
+    def _sequential(self, start: int):
+        """The stream to read `start` from: the open one if it is there, a new one if `start` is
+        where the last fetch ended (a second read in a row), else none (a random read, which
+        drops a stream left behind)."""
+        stream = getattr(self, "_stream", None)
+        if stream is not None and stream.tell() == start:
+            return stream
+        if stream is not None:
+            stream.close()
+            self._stream = None
+        if start > 0 and start == getattr(self, "_fetched_to", None) and start < self.size:
+            self._stream = self.fs.client.open_reader(self.bucket, self.key, offset=start)
+            return self._stream
+        return None
 
     def readinto(self, b) -> int:
-        """Reads of at least a block go from the socket straight into `b`."""
+        """Reads of at least a block go from the socket straight into `b`: from the open stream
+        when they continue it, else by a ranged GET."""
         view = memoryview(b).cast("B")
         n = min(len(view), self.size - self.loc)
         if n <= 0:
@@ -278,9 +304,21 @@ class BriskFile(AbstractBufferedFile):
             data = self.read(n)
             view[: len(data)] = data
             return len(data)
-        got = self.fs.client.get_into(self.bucket, self.key, view[:n], offset=self.loc, length=n)
+        stream = getattr(self, "_stream", None)
+        if stream is not None and stream.tell() == self.loc:
+            got = stream.readinto(view[:n])
+        else:
+            got = self.fs.client.get_into(self.bucket, self.key, view[:n], offset=self.loc, length=n)
         self.loc += got
+        self._fetched_to = self.loc
         return got
+
+    def close(self) -> None:
+        stream = getattr(self, "_stream", None)
+        if stream is not None:
+            stream.close()
+            self._stream = None
+        super().close()
 
     def write(self, data) -> int:
         """Copies `data` into the writer's current part (no `BytesIO` in between)."""
