@@ -8,7 +8,7 @@
 #   bench/python.sh --quick      a 64 MiB object, QD 8 and 64 for 1 s, 2 rounds (two minutes)
 #
 # Further options (bench/python_clients.py run --help): --cases get,random,upload (and write,
-# upload_fileobj, download_fileobj: Python file objects), --clients NAMES,
+# upload_fileobj, download_fileobj, sequential: Python file objects), --rtt-ms N (a latency proxy), --clients NAMES,
 # --depths 1,64, --duration S, --repeats N, --size 1GiB, --scratch DIR, --out DIR.
 # Writes bench/results/python-brisk-DATE.{tsv,json,md}; `bench/python_clients.py table FILE.tsv` reprints it.
 #
@@ -33,6 +33,6 @@ if ! "$s3fs_venv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/nu
   "$s3fs_venv/bin/python" -m pip install --quiet --disable-pip-version-check s3fs==2026.9.0
 fi
 
-cargo build --release --locked --quiet -p brisk-cli
+cargo build --release --locked --quiet -p brisk-cli -p latency-proxy
 
 exec "$venv/bin/python" bench/python_clients.py run --command-line "bench/python.sh${*:+ $*}" "$@"

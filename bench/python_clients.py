@@ -42,6 +42,10 @@ clients in a rotated order in each repeat; round 1 is a warm-up, measured but le
              brisk-spool     what brisk.fsspec did before: a temporary file, then client.upload
              obstore         obstore.open_writer(store, key)
              s3fs            fs.open(path, "wb") (5 MiB blocks)
+  sequential       the object read front to back 256 KiB at a time: brisk open_reader, brisk's fsspec
+                   file (and, as brisk-fsspec-blocks, with the former GET per 1 MiB block), obstore
+                   open_reader, boto3's streaming body, s3fs open() (50 MiB blocks); --rtt-ms N puts
+                   bench/latency-proxy in front of the server for every client
   upload_fileobj   the 1 GiB file, opened before the window: brisk upload_fileobj, obstore put(file),
                    boto3 upload_fileobj, s3fs open("wb") + shutil.copyfileobj
   download_fileobj the object into a file opened before the window: brisk download_fileobj, obstore
@@ -89,6 +93,11 @@ _spec = importlib.util.spec_from_file_location("compare", os.path.join(_HERE, "c
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
 
+# bench/latency-proxy's driver, for --rtt-ms (stdlib only at load time, as compare.py).
+_spec = importlib.util.spec_from_file_location("random_bench", os.path.join(_HERE, "random_reads.py"))
+random_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(random_bench)
+
 ROOT = compare.ROOT
 BUCKET = "python"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -102,6 +111,7 @@ CLIENTS = {
     "write": ("brisk-writer", "brisk-fsspec", "brisk-spool", "obstore", "s3fs"),
     "upload_fileobj": ("brisk-fileobj", "obstore", "boto3", "s3fs"),
     "download_fileobj": ("brisk-fileobj", "obstore", "boto3", "s3fs"),
+    "sequential": ("brisk-reader", "brisk-fsspec", "brisk-fsspec-blocks", "obstore", "boto3", "s3fs"),
 }
 LABELS = {
     ("get", "brisk-get"): "brisk `get` -> `Buffer`",
@@ -134,6 +144,16 @@ LABELS = {
     ("download_fileobj", "boto3"): "boto3 `download_fileobj`",
     ("download_fileobj", "s3fs"): "s3fs `open(\"rb\")` + `shutil.copyfileobj`",
 }
+LABELS.update({
+    ("sequential", "brisk-reader"): "brisk `open_reader().read()`",
+    ("sequential", "brisk-fsspec"): "brisk `fsspec.open(\"brisk://...\").read()`",
+    ("sequential", "brisk-fsspec-blocks"): "brisk's former fsspec read: a GET per 1 MiB block",
+    ("sequential", "obstore"): "obstore `open_reader().read()`",
+    ("sequential", "boto3"): 'boto3 `get_object()["Body"].read()`',
+    ("sequential", "s3fs"): "s3fs `open().read()` (50 MiB blocks)",
+})
+# What the sequential case reads per call: 256 KiB, as pandas' CSV reader asks a file for.
+READ_CHUNK = 256 * KIB
 # What the write case writes per call: 1 MiB, as a Parquet or CSV writer's buffered flushes do.
 WRITE_CHUNK = MIB
 FULL_SIZE, QUICK_SIZE = GIB, 64 * MIB
@@ -309,6 +329,61 @@ def write_stream(client, endpoint, bucket, key, size):
             with fs.open(f"{bucket}/{key}", "wb") as f:
                 write_all(f)
             return size
+        return run
+    raise ValueError(client)
+
+
+def sequential_read(client, endpoint, bucket, key, size):
+    """The object read front to back READ_CHUNK at a time through each client's file object (or
+    streaming body), opened inside the window."""
+
+    def drain(f):
+        n = 0
+        while chunk := f.read(READ_CHUNK):
+            n += len(chunk)
+        return n
+
+    if client == "brisk-reader":
+        c = brisk_client(endpoint)
+
+        def run():
+            with c.open_reader(bucket, key) as f:
+                return drain(f)
+        return run
+    if client in ("brisk-fsspec", "brisk-fsspec-blocks"):
+        import fsspec
+
+        fs = fsspec.filesystem("brisk", endpoint_url=endpoint, client_kwargs={"addressing_style": "path"})
+        if client == "brisk-fsspec-blocks":
+            from brisk.fsspec import BriskFile
+
+            BriskFile._sequential = lambda self, start: None  # every fetch a ranged GET, as before
+
+        def run():
+            with fs.open(f"{bucket}/{key}", "rb") as f:
+                return drain(f)
+        return run
+    if client == "obstore":
+        import obstore
+
+        store = obstore_store(endpoint, bucket, size)
+
+        def run():
+            f = obstore.open_reader(store, key)  # not a context manager in 0.12
+            try:
+                return drain(f)
+            finally:
+                f.close()
+        return run
+    if client == "boto3":
+        s3 = compare.boto3_client(endpoint)
+        return lambda: drain(s3.get_object(Bucket=bucket, Key=key)["Body"])
+    if client == "s3fs":
+        fs = s3fs_filesystem(endpoint)
+
+        def run():
+            with fs.open(f"{bucket}/{key}", "rb") as f:
+                return drain(f)
         return run
     raise ValueError(client)
 
@@ -509,6 +584,8 @@ def drive(client, case, endpoint, bucket, key, size, depth, seconds, path=None):
         op = upload_file(client, endpoint, bucket, key, size, path)
     elif case == "write":
         op = write_stream(client, endpoint, bucket, key, size)
+    elif case == "sequential":
+        op = sequential_read(client, endpoint, bucket, key, size)
     elif case == "upload_fileobj":
         op = upload_fileobj(client, endpoint, bucket, key, size, path)
     elif case == "download_fileobj":
@@ -527,14 +604,16 @@ def drive(client, case, endpoint, bucket, key, size, depth, seconds, path=None):
 # The run.
 
 
-def measure(server, python, client, case, key, size, depth, seconds, path=None):
+def measure(server, python, client, case, key, size, depth, seconds, path=None, endpoint=None):
+    """One client's run in a fresh process; `endpoint` (a latency proxy's) instead of the server's."""
+    endpoint = endpoint or server.endpoint
     row = {"server": server.kind, "case": case, "client": client, "size": size, "depth": depth}
-    cmd = ["/usr/bin/time", "-v", python, os.path.abspath(__file__), "drive", client, case, server.endpoint,
+    cmd = ["/usr/bin/time", "-v", python, os.path.abspath(__file__), "drive", client, case, endpoint,
            BUCKET, key, str(size), str(depth), str(seconds)] + ([path] if path else [])
     timeout = compare.run_timeout(size) + seconds + RUN_SLACK_S
     cpu0 = server.cpu_seconds()
     try:
-        proc = subprocess.run(cmd, env=compare.client_env(server.endpoint), capture_output=True, text=True,
+        proc = subprocess.run(cmd, env=compare.client_env(endpoint), capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return {**row, "status": f"timed out after {timeout:.0f} s"}
@@ -600,7 +679,13 @@ def run(args):
     partial = open(stem + ".partial.tsv", "w")
     partial.write(f"# {json.dumps(meta)}\n" + "\t".join(TSV_FIELDS) + "\n")
     server = compare.Server("brisk", os.path.join(work, "data"), None)
+    proxy = None
     try:
+        if args.rtt_ms:
+            # Half the round trip each way, a round trip per new connection, no added first-byte
+            # latency (random_reads.py's LatencyProxy; its CPU is charged to no one).
+            proxy = random_bench.LatencyProxy(server.port, args.rtt_ms, 0, False)
+            meta["rtt_ms"] = args.rtt_ms
         import brisk
 
         c = brisk.Client(server.endpoint, addressing_style="path", access_key_id=compare.ACCESS_KEY,
@@ -623,7 +708,8 @@ def run(args):
                         key = f"{case}-{client}" if writes else "object"
                         path = {"upload": source, "upload_fileobj": source,
                                 "download_fileobj": os.path.join(work, "downloaded")}.get(case)
-                        row = measure(server, python, client, case, key, size, depth, seconds, path)
+                        row = measure(server, python, client, case, key, size, depth, seconds, path,
+                                      proxy.endpoint if proxy else None)
                         row["repeat"] = rep + 1
                         rows.append(row)
                         if writes:
@@ -634,6 +720,8 @@ def run(args):
                         partial.flush()
                         print(progress_line(row), file=sys.stderr)
     finally:
+        if proxy:
+            proxy.close()
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
@@ -760,6 +848,10 @@ def tables(meta, rows):
     if any(r["case"] == "upload_fileobj" for r in rows):
         whole_table("upload_fileobj", f"Upload of an open {size_text} file (in the page cache) through each "
                     "client's file-object call.")
+    if any(r["case"] == "sequential" for r in rows):
+        rtt = f", through a {meta['rtt_ms']:g} ms round trip (bench/latency-proxy)" if meta.get("rtt_ms") else ""
+        whole_table("sequential", f"The {size_text} object read front to back {READ_CHUNK // KIB} KiB at a time "
+                    f"through each client's file object{rtt}.")
     if any(r["case"] == "download_fileobj" for r in rows):
         whole_table("download_fileobj", f"The {size_text} object written to an open file (on the scratch "
                     "directory's file system) through each client's file-object call.")
@@ -788,6 +880,7 @@ def main():
     r.add_argument("--repeats", type=int, help="rounds, the first a warm-up (default 4)")
     r.add_argument("--cases", default="get,random,upload")
     r.add_argument("--clients", help="only these client names (default all of each case)")
+    r.add_argument("--rtt-ms", type=float, help="clients go through bench/latency-proxy with this round trip")
     r.add_argument("--s3fs-python", help="the Python with s3fs (default .bench-venv-s3fs/bin/python)")
     r.add_argument("--scratch", default="/work/scratch-compare")
     r.add_argument("--out", default=os.path.join(ROOT, "bench/results"))

@@ -226,7 +226,7 @@ impl ObjectStream {
     /// large blocks, and that is sometimes busy elsewhere while the server keeps sending: each
     /// segment that arrives would otherwise wake it for nothing (see [`crate::low_water`]). Applies
     /// to plain TCP on Linux; elsewhere nothing changes.
-    pub(crate) fn wake_after(&mut self, bytes: usize) {
+    pub fn wake_after(&mut self, bytes: usize) {
         self.wake_after = bytes;
         self.apply_wake_after();
     }

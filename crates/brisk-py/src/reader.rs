@@ -114,6 +114,9 @@ impl ObjectReader {
                 state.stream = Some(opened);
             }
             let stream = state.stream.as_mut().expect("opened above");
+            // Sleep until the socket holds what this read wants (or the rest of the object), not
+            // for every segment that arrives.
+            stream.wake_after(want - filled);
             let read = wait(py, stream.read(&mut dst[filled..want]));
             match read {
                 Ok(Ok(0)) => {
