@@ -247,7 +247,7 @@ impl Client {
             .await;
         let completed = match copied {
             Ok(parts) => {
-                self.complete_multipart_upload(dst_bucket, dst_key, &upload_id, parts)
+                self.complete_multipart_upload(dst_bucket, dst_key, &upload_id, parts, None)
                     .await
             }
             Err(e) => Err(e),

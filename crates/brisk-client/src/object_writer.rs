@@ -264,7 +264,7 @@ impl ObjectWriter {
             None => {
                 let id = self
                     .client
-                    .create_multipart_upload(&self.bucket, &self.key, self.options.checksum)
+                    .create_multipart_upload(&self.bucket, &self.key, &self.options)
                     .await?;
                 self.upload_id = Some(id.clone());
                 id
@@ -317,6 +317,7 @@ impl ObjectWriter {
                     &PutOptions {
                         payload_signing: self.options.payload_signing,
                         checksum: self.options.checksum,
+                        content_type: self.options.content_type.clone(),
                         ..PutOptions::default()
                     },
                 )
@@ -342,7 +343,13 @@ impl ObjectWriter {
         let upload_id = self.upload_id.clone().unwrap_or_default();
         let etag = self
             .client
-            .complete_multipart_upload(&self.bucket, &self.key, &upload_id, parts)
+            .complete_multipart_upload(
+                &self.bucket,
+                &self.key,
+                &upload_id,
+                parts,
+                self.options.content_type.as_deref(),
+            )
             .await?;
         self.upload_id = None;
         Ok(UploadResult {

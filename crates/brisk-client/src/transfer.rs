@@ -167,6 +167,10 @@ pub struct TransferOptions {
     /// `parts_in_flight` do, and goes on with one if it does (see [`StreamMeasure`]): on by
     /// default. `None` keeps `parts_in_flight` streams throughout. Ignored by uploads.
     pub measure_streams: Option<StreamMeasure>,
+    /// The `Content-Type` an upload stores with the object (on its PUT, or on the multipart
+    /// upload it creates; Azure: `x-ms-blob-content-type`). None leaves it to the service
+    /// (S3: `binary/octet-stream`). Ignored by downloads.
+    pub content_type: Option<String>,
 }
 
 impl Default for TransferOptions {
@@ -181,6 +185,7 @@ impl Default for TransferOptions {
             known_size: None,
             known_head: None,
             measure_streams: Some(StreamMeasure::default()),
+            content_type: None,
         }
     }
 }
@@ -271,9 +276,7 @@ impl Client {
         let part_size = options.part_size as u64;
         if size <= part_size && size > 0 && self.sends_from_files(options.payload_signing) {
             let body = FileBody::new(Arc::clone(&file), path, 0, size, self.buffer_pool());
-            let etag = self
-                .put_file_body(bucket, key, &body, options.checksum)
-                .await?;
+            let etag = self.put_file_body(bucket, key, &body, &options).await?;
             options.count(size);
             return Ok(UploadResult {
                 etag,
@@ -302,6 +305,7 @@ impl Client {
                     &crate::PutOptions {
                         payload_signing: options.payload_signing,
                         checksum: options.checksum,
+                        content_type: options.content_type.clone(),
                         ..crate::PutOptions::default()
                     },
                     Some(sums),
@@ -322,16 +326,20 @@ impl Client {
                 ),
             });
         }
-        let upload_id = self
-            .create_multipart_upload(bucket, key, options.checksum)
-            .await?;
+        let upload_id = self.create_multipart_upload(bucket, key, &options).await?;
         let uploaded = self
             .upload_parts(bucket, key, &upload_id, &file, path, size, &options)
             .await;
         let completed = match uploaded {
             Ok(parts) => {
-                self.complete_multipart_upload(bucket, key, &upload_id, parts)
-                    .await
+                self.complete_multipart_upload(
+                    bucket,
+                    key,
+                    &upload_id,
+                    parts,
+                    options.content_type.as_deref(),
+                )
+                .await
             }
             Err(e) => Err(e),
         };
@@ -460,18 +468,24 @@ impl Client {
         Ok(done)
     }
 
+    /// CreateMultipartUpload with `options`' checksum algorithm and content type.
     pub(crate) async fn create_multipart_upload(
         &self,
         bucket: &str,
         key: &str,
-        checksum: UploadChecksum,
+        options: &TransferOptions,
     ) -> Result<String> {
         if self.is_azure() {
-            // Blocks are staged under ids of their own; there is no upload to create.
+            // Blocks are staged under ids of their own; there is no upload to create (the content
+            // type goes with the block list).
             return Ok(String::new());
         }
+        let checksum = options.checksum;
         let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
             .header("x-amz-checksum-algorithm", checksum.algorithm().s3_name());
+        if let Some(ct) = &options.content_type {
+            spec = spec.header("content-type", ct.clone());
+        }
         // A CRC can be combined from the parts' CRCs, so the object gets a checksum of its whole
         // bytes (S3's FULL_OBJECT type), which a parallel download checks without knowing the part
         // boundaries. SHA-256 can only be COMPOSITE (a checksum of the parts' checksums).
@@ -569,11 +583,14 @@ impl Client {
         bucket: &str,
         key: &str,
         body: &FileBody,
-        algorithm: UploadChecksum,
+        options: &TransferOptions,
     ) -> Result<Option<String>> {
-        let trailer = TrailingChecksum::new(algorithm);
-        let spec =
+        let trailer = TrailingChecksum::new(options.checksum);
+        let mut spec =
             RequestSpec::new("PUT", Some(bucket), Some(key)).aws_chunked_file(body, &trailer);
+        if let Some(ct) = &options.content_type {
+            spec = spec.header("content-type", ct.clone());
+        }
         let response = self.send(&spec).await?;
         let etag = response.header("etag").map(str::to_owned);
         finish(response).await?;
@@ -622,9 +639,12 @@ impl Client {
         key: &str,
         upload_id: &str,
         parts: Vec<CompletedPart>,
+        content_type: Option<&str>,
     ) -> Result<String> {
         if self.is_azure() {
-            return self.azure_put_block_list(bucket, key, parts).await;
+            return self
+                .azure_put_block_list(bucket, key, parts, content_type)
+                .await;
         }
         let body = CompleteMultipartUpload { parts }.to_vec()?;
         let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))

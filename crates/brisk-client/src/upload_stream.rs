@@ -120,6 +120,7 @@ impl Client {
                     &PutOptions {
                         payload_signing: options.payload_signing,
                         checksum: options.checksum,
+                        content_type: options.content_type.clone(),
                         ..PutOptions::default()
                     },
                 )
@@ -131,18 +132,22 @@ impl Client {
                 parts: 1,
             });
         }
-        let upload_id = self
-            .create_multipart_upload(bucket, key, options.checksum)
-            .await?;
+        let upload_id = self.create_multipart_upload(bucket, key, &options).await?;
         let sent = self
             .send_stream_parts(bucket, key, &upload_id, &mut reader, block, &options)
             .await;
         let completed = match sent {
             Ok((parts, size)) => {
                 let count = parts.len() as u32;
-                self.complete_multipart_upload(bucket, key, &upload_id, parts)
-                    .await
-                    .map(|etag| (etag, size, count))
+                self.complete_multipart_upload(
+                    bucket,
+                    key,
+                    &upload_id,
+                    parts,
+                    options.content_type.as_deref(),
+                )
+                .await
+                .map(|etag| (etag, size, count))
             }
             Err(e) => Err(e),
         };

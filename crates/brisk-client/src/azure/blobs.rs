@@ -90,6 +90,7 @@ impl Client {
         container: &str,
         blob: &str,
         mut parts: Vec<CompletedPart>,
+        content_type: Option<&str>,
     ) -> Result<String> {
         parts.sort_by_key(|p| p.part_number);
         let ids: Vec<String> = parts.iter().map(|p| block_id(p.part_number - 1)).collect();
@@ -98,6 +99,9 @@ impl Client {
             .header("content-type", "application/xml")
             .header("content-md5", Md5::digest(body.as_bytes()).to_base64())
             .slow_answer();
+        if let Some(ct) = content_type {
+            spec = spec.header("x-ms-blob-content-type", ct.to_owned());
+        }
         push_query(&mut spec.query, "comp", "blocklist");
         spec.body = body.as_bytes();
         let response = self.send(&spec).await?;

@@ -194,6 +194,25 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
         }
         assert!(w.finish().await.unwrap().parts > 1);
         assert!(c.get_bytes(&container, "written").await.unwrap()[..] == body[..]);
+
+        // A content type goes with a single Put Blob and with the block list.
+        for (key, piece) in [("typed-small", &body[..100]), ("typed-blocks", &body[..])] {
+            let mut reader = piece;
+            c.upload_reader(
+                &container,
+                key,
+                &mut reader,
+                TransferOptions {
+                    part_size: 5 * MIB,
+                    content_type: Some("image/png".to_owned()),
+                    ..TransferOptions::default()
+                },
+            )
+            .await
+            .unwrap();
+            let meta = c.head(&container, key).await.unwrap();
+            assert_eq!(meta.content_type.as_deref(), Some("image/png"), "{key}");
+        }
     })
     .await;
 }

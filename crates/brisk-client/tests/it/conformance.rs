@@ -831,6 +831,50 @@ async fn an_object_writer_stores_what_was_written() {
     .await;
 }
 
+/// `TransferOptions::content_type` is stored with the object on every upload path: a file sent
+/// in one PUT (from a block when signed, from the file when unsigned) or in parts, a stream, and
+/// an `ObjectWriter`, whether they end within a part or not.
+#[tokio::test]
+async fn uploads_store_the_content_type_asked_for() {
+    use brisk_client::{PayloadSigning, TransferOptions};
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "ctype").await;
+        let dir = tempfile::tempdir().unwrap();
+        let kind = "text/html; charset=utf-8";
+        for len in [1_000usize, 11 * 1024 * 1024] {
+            let (path, body) = pattern_file(dir.path(), len, 3);
+            for signing in [PayloadSigning::Signed, PayloadSigning::Unsigned] {
+                let options = TransferOptions {
+                    part_size: 5 * 1024 * 1024,
+                    payload_signing: signing,
+                    content_type: Some(kind.to_owned()),
+                    ..TransferOptions::default()
+                };
+                let key = format!("file-{len}-{signing:?}");
+                c.upload(&bucket, &key, &path, options.clone())
+                    .await
+                    .unwrap();
+                let key2 = format!("stream-{len}-{signing:?}");
+                let mut reader = &body[..];
+                c.upload_reader(&bucket, &key2, &mut reader, options.clone())
+                    .await
+                    .unwrap();
+                let key3 = format!("writer-{len}-{signing:?}");
+                let mut w = c.object_writer(&bucket, &key3, options).unwrap();
+                w.write(&body).await.unwrap();
+                w.finish().await.unwrap();
+                for key in [key, key2, key3] {
+                    let meta = c.head(&bucket, &key).await.unwrap();
+                    assert_eq!(meta.content_type.as_deref(), Some(kind), "{key}");
+                    assert_eq!(meta.content_length, len as u64, "{key}");
+                }
+            }
+        }
+    })
+    .await;
+}
+
 /// An `ObjectWriter` given up with `abort`, or whose write was cancelled part way, stores nothing:
 /// not the parts already sent, not a truncated object.
 #[tokio::test]
