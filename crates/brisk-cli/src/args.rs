@@ -159,6 +159,21 @@ pub struct CpArgs {
     /// is an MD5 (single-part uploads), in a second pass over the file.
     #[arg(long)]
     pub verify_md5: bool,
+    #[command(flatten)]
+    pub content_type: ContentTypeArgs,
+}
+
+/// The Content-Type uploads store, as the AWS CLI chooses it.
+#[derive(Debug, Clone, Args)]
+pub struct ContentTypeArgs {
+    /// The Content-Type every uploaded object gets (default: guessed from each file's extension,
+    /// e.g. text/html for .html; none for stdin or a name without a known extension).
+    #[arg(long, value_name = "TYPE")]
+    pub content_type: Option<String>,
+    /// Do not guess a Content-Type from file extensions: objects get --content-type or the
+    /// service's default (binary/octet-stream on S3).
+    #[arg(long)]
+    pub no_guess_mime_type: bool,
 }
 
 #[derive(Debug, Args)]
@@ -178,6 +193,8 @@ pub struct SyncArgs {
     pub exact_timestamps: bool,
     #[command(flatten)]
     pub select: SelectArgs,
+    #[command(flatten)]
+    pub content_type: ContentTypeArgs,
 }
 
 #[derive(Debug, Args)]

@@ -105,6 +105,7 @@ impl Copy {
 async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(), CliError> {
     let mut ctx = ctx.clone();
     ctx.verify_md5_etag = a.verify_md5;
+    ctx.choose_content_type(&a.content_type);
     let ctx = &ctx;
     let src = Location::parse(&a.source)?;
     let dst = Location::parse(&a.destination)?;
@@ -518,7 +519,12 @@ pub(crate) async fn copy_one(
     match copy {
         Copy::Upload(path, url, _) => ctx
             .client(url)?
-            .upload(&url.bucket, &url.key, path, options())
+            .upload(
+                &url.bucket,
+                &url.key,
+                path,
+                ctx.upload_options(path, Some(counter.clone())),
+            )
             .await
             .map(|uploaded| uploaded.size)
             .map_err(|e| CliError::s3(format!("upload {} to {url}", path.display()), e)),

@@ -2,6 +2,7 @@
 //! one for `az://`, each built the first time a URL of its service is used, so an Azure command
 //! needs no AWS credentials and the other way round), and how to print results.
 
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use brisk_client::{
@@ -30,6 +31,11 @@ pub struct Context {
     pub part_size: usize,
     /// `cp --verify-md5`: downloads check an MD5 ETag when the object has no stored checksum.
     pub verify_md5_etag: bool,
+    /// `--content-type`: what every upload stores.
+    pub content_type: Option<String>,
+    /// Uploads of files without `--content-type` store the type their extension suggests (cp,
+    /// mv and sync, unless `--no-guess-mime-type`).
+    pub guess_content_type: bool,
 }
 
 impl Context {
@@ -57,6 +63,8 @@ impl Context {
             concurrency: g.concurrency.max(1),
             part_size: g.part_size,
             verify_md5_etag: false,
+            content_type: None,
+            guess_content_type: false,
         })
     }
 
@@ -122,8 +130,30 @@ impl Context {
             progress,
             verify_md5_etag: self.verify_md5_etag,
             measure_streams: (!self.global.fixed_streams).then(StreamMeasure::default),
+            content_type: self.content_type.clone(),
             ..TransferOptions::default()
         }
+    }
+
+    /// Takes `--content-type` and `--no-guess-mime-type` for the uploads of this command.
+    pub fn choose_content_type(&mut self, args: &crate::args::ContentTypeArgs) {
+        self.content_type = args.content_type.clone();
+        self.guess_content_type = !args.no_guess_mime_type;
+    }
+
+    /// The options of an upload of the file at `path`: [`transfer_options`](Self::transfer_options)
+    /// with the Content-Type its extension suggests, when none was given and guessing is on (as the
+    /// AWS CLI does with Python's `mimetypes`).
+    pub fn upload_options(
+        &self,
+        path: &Path,
+        progress: Option<TransferProgress>,
+    ) -> TransferOptions {
+        let mut options = self.transfer_options(progress);
+        if options.content_type.is_none() && self.guess_content_type {
+            options.content_type = mime_guess::from_path(path).first_raw().map(str::to_owned);
+        }
+        options
     }
 
     /// HEAD of `url`. A HEAD 404 has no body to say whether the key or the bucket is missing, so

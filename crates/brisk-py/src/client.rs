@@ -135,6 +135,14 @@ impl Client {
         }
     }
 
+    /// An upload's options: the client's, with the content type to store.
+    fn upload_options(&self, content_type: Option<String>) -> TransferOptions {
+        TransferOptions {
+            content_type,
+            ..self.transfer_options(None)
+        }
+    }
+
     /// A download's options: the client's, with the object's size when the caller gave it.
     fn download_options(
         &self,
@@ -852,7 +860,7 @@ impl Client {
     }
 
     /// Uploads a file: one PUT, or a multipart upload from pooled blocks.
-    #[pyo3(signature = (path, bucket, key, *, progress=None))]
+    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None))]
     fn upload(
         &self,
         py: Python<'_>,
@@ -860,10 +868,14 @@ impl Client {
         bucket: String,
         key: String,
         progress: Option<Py<PyAny>>,
+        content_type: Option<String>,
     ) -> PyResult<UploadResult> {
         let client = self.inner();
         let counter = TransferProgress::new();
-        let options = self.transfer_options(Some(counter.clone()));
+        let options = TransferOptions {
+            content_type,
+            ..self.transfer_options(Some(counter.clone()))
+        };
         let mut reporter = progress.map(|callback| ProgressReporter {
             callback,
             counter,
@@ -886,16 +898,18 @@ impl Client {
     /// Uploads everything a binary file object yields (to its end): `readinto()` reads straight
     /// into the parts, full parts are sent while the next one is read. One PUT if it fits in a
     /// part, else a multipart upload; a failure aborts it and nothing is stored.
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None))]
     fn upload_fileobj(
         &self,
         py: Python<'_>,
         fileobj: &Bound<'_, PyAny>,
         bucket: &str,
         key: &str,
+        content_type: Option<String>,
     ) -> PyResult<UploadResult> {
         let writer = self
             .inner()
-            .object_writer(bucket, key, self.transfer_options(None))
+            .object_writer(bucket, key, self.upload_options(content_type))
             .py_err(py)?;
         Ok(crate::fileobj::upload_fileobj(py, fileobj, writer)?.into())
     }
@@ -928,10 +942,17 @@ impl Client {
 
     /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in
     /// bounded memory whatever its size (see `brisk.ObjectWriter`).
-    fn open_writer(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<ObjectWriter> {
+    #[pyo3(signature = (bucket, key, *, content_type=None))]
+    fn open_writer(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+    ) -> PyResult<ObjectWriter> {
         let writer = self
             .inner()
-            .object_writer(bucket, key, self.transfer_options(None))
+            .object_writer(bucket, key, self.upload_options(content_type))
             .py_err(py)?;
         Ok(ObjectWriter::new(bucket, key, writer))
     }
@@ -1284,15 +1305,17 @@ impl Client {
     }
 
     /// `upload` as a coroutine (no progress callback).
+    #[pyo3(signature = (path, bucket, key, *, content_type=None))]
     fn upload_async<'py>(
         &self,
         py: Python<'py>,
         path: PathBuf,
         bucket: String,
         key: String,
+        content_type: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.transfer_options(None);
+        let options = self.upload_options(content_type);
         aio::spawn(
             py,
             async move { client.upload(&bucket, &key, &path, options).await },

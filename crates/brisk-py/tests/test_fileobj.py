@@ -342,3 +342,18 @@ def test_fsspec_reads_front_to_back_over_one_stream(server, bucket, monkeypatch)
         f.seek(1)
         big = bytearray(3 * MiB)
         assert f.readinto(big) == len(big) and big == blob[1 : 1 + 3 * MiB]
+
+
+def test_uploads_store_the_content_type_given(client, s3, bucket, tmp_path):
+    path = tmp_path / "page.html"
+    for size in (100, 12 * MiB):  # one PUT, and multipart
+        blob = data(size, seed=5)
+        path.write_bytes(blob)
+        client.upload(path, bucket, f"file-{size}", content_type="text/html")
+        client.upload_fileobj(io.BytesIO(blob), bucket, f"fileobj-{size}", content_type="text/csv")
+        with client.open_writer(bucket, f"writer-{size}", content_type="application/x-parquet") as f:
+            f.write(blob)
+        for key, kind in [(f"file-{size}", "text/html"), (f"fileobj-{size}", "text/csv"),
+                          (f"writer-{size}", "application/x-parquet")]:
+            head = s3.head_object(Bucket=bucket, Key=key)
+            assert (head["ContentType"], head["ContentLength"]) == (kind, size), key

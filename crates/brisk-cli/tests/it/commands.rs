@@ -1163,3 +1163,87 @@ fn unsigned_uploads_send_the_file(brisk: &Brisk, dir: &Path) {
 }
 
 on_both_servers!(unsigned_uploads_send_the_file);
+
+/// The `Content-Type` of `url` (s3://), from a GET through a presigned URL.
+fn content_type_of(brisk: &Brisk, url: &str) -> String {
+    let get = brisk.run(&["presign", url]).ok().text();
+    let rest = get.trim().strip_prefix("http://").unwrap().to_owned();
+    let (host, target) = rest.split_at(rest.find('/').unwrap());
+    let mut s = TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    head.lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-type")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// Uploads store the Content-Type a file's extension suggests, as the AWS CLI's do, in one PUT
+/// and in parts, by cp and by sync; `--content-type` sets it, `--no-guess-mime-type` leaves it to
+/// the server.
+fn uploads_store_a_guessed_or_given_content_type(brisk: &Brisk, dir: &Path) {
+    brisk.run(&["mb", "s3://ctype"]).ok();
+    let tree = dir.join("site");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("page.html"), b"<p>hi</p>").unwrap();
+    std::fs::write(tree.join("data.json"), b"{}").unwrap();
+    std::fs::write(tree.join("big.csv"), pattern(11 * 1024 * 1024, 3)).unwrap();
+    std::fs::write(tree.join("blob"), b"no extension").unwrap();
+    let site = tree.to_str().unwrap();
+    brisk
+        .run(&[
+            "cp",
+            "--recursive",
+            site,
+            "s3://ctype/cp/",
+            "--part-size",
+            "5MiB",
+            "-q",
+        ])
+        .ok();
+    brisk.run(&["sync", site, "s3://ctype/sync/", "-q"]).ok();
+    for prefix in ["cp", "sync"] {
+        let of = |name: &str| content_type_of(brisk, &format!("s3://ctype/{prefix}/{name}"));
+        assert_eq!(of("page.html"), "text/html", "{prefix}");
+        assert_eq!(of("data.json"), "application/json", "{prefix}");
+        assert_eq!(of("big.csv"), "text/csv", "{prefix}: a multipart upload");
+        assert!(
+            of("blob").ends_with("octet-stream"),
+            "{prefix}: {}",
+            of("blob")
+        );
+    }
+    let page = tree.join("page.html");
+    let page = page.to_str().unwrap();
+    brisk
+        .run(&[
+            "cp",
+            page,
+            "s3://ctype/given",
+            "--content-type",
+            "text/plain; charset=utf-8",
+        ])
+        .ok();
+    assert_eq!(
+        content_type_of(brisk, "s3://ctype/given"),
+        "text/plain; charset=utf-8"
+    );
+    brisk
+        .run(&["cp", page, "s3://ctype/unguessed", "--no-guess-mime-type"])
+        .ok();
+    assert!(content_type_of(brisk, "s3://ctype/unguessed").ends_with("octet-stream"));
+}
+
+on_both_servers!(uploads_store_a_guessed_or_given_content_type);

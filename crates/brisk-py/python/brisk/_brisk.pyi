@@ -297,9 +297,13 @@ class Client:
         key: str,
         *,
         progress: _Progress | None = None,
+        content_type: str | None = None,
     ) -> UploadResult:
-        """Upload a file (one PUT, or multipart from pooled blocks with bounded memory)."""
-    def upload_fileobj(self, fileobj: _Readable, bucket: str, key: str) -> UploadResult:
+        """Upload a file (one PUT, or multipart from pooled blocks with bounded memory), stored
+        with `content_type` if given."""
+    def upload_fileobj(
+        self, fileobj: _Readable, bucket: str, key: str, *, content_type: str | None = None
+    ) -> UploadResult:
         """Upload everything a binary file object yields, to its end: `readinto()` reads straight
         into pooled parts (`read()` if it has no `readinto`), full parts are sent while the next is
         read. One PUT if it fits in a part, else multipart; a failure aborts it, nothing is stored."""
@@ -308,7 +312,7 @@ class Client:
         4 MiB `Buffer`s read ahead while Python writes; returns its size."""
     def open_reader(self, bucket: str, key: str, *, offset: int = 0) -> ObjectReader:
         """The object opened as a binary file for reading over one streamed GET from `offset`."""
-    def open_writer(self, bucket: str, key: str) -> ObjectWriter:
+    def open_writer(self, bucket: str, key: str, *, content_type: str | None = None) -> ObjectWriter:
         """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`."""
 
     # --- writes and the rest ---
@@ -394,7 +398,9 @@ class Client:
     def download_async(
         self, bucket: str, key: str, path: _Path, *, size: int | None = None
     ) -> Awaitable[int]: ...
-    def upload_async(self, path: _Path, bucket: str, key: str) -> Awaitable[UploadResult]: ...
+    def upload_async(
+        self, path: _Path, bucket: str, key: str, *, content_type: str | None = None
+    ) -> Awaitable[UploadResult]: ...
 
 def parse_size(text: int | str) -> int:
     """Bytes from an int or a size such as "64MiB", "1.5GiB", "100kB"."""
