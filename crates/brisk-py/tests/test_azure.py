@@ -86,3 +86,30 @@ def test_the_azure_sdk_reads_what_brisk_wrote_and_a_presigned_url(azurite, conta
     assert blob.download_blob(validate_content=True).readall() == body
     url = c.presign(container, "shared.bin", expires_in=600)
     assert BlobClient.from_blob_url(url).download_blob().readall() == body
+
+
+def test_streams_write_read_and_copy_blobs(azurite, container):
+    import io
+
+    c = azure_client(azurite, part_size="5MiB")
+    body = os.urandom(11 * 1024 * 1024 + 3)
+    with c.open_writer(container, "w.bin", content_type="application/x-test") as f:
+        for i in range(0, len(body), 1024 * 1024 + 1):
+            f.write(body[i : i + 1024 * 1024 + 1])
+    assert f.result.parts == 3 and f.result.size == len(body)
+    assert c.head(container, "w.bin").content_type == "application/x-test"
+    with c.open_reader(container, "w.bin") as r:
+        assert r.read(100) == body[:100]
+        assert r.seek(7 * 1024 * 1024) == 7 * 1024 * 1024
+        assert r.read() == body[7 * 1024 * 1024 :]
+    out = io.BytesIO()
+    assert c.download_fileobj(container, "w.bin", out) == len(body)
+    assert out.getvalue() == body
+    assert c.upload_fileobj(io.BytesIO(body[:1000]), container, "small.bin").parts == 1
+    assert bytes(c.get(container, "small.bin")) == body[:1000]
+    with pytest.raises(ZeroDivisionError):
+        with c.open_writer(container, "aborted.bin") as f:
+            f.write(body)
+            1 / 0
+    with pytest.raises(brisk.NoSuchKey):
+        c.head(container, "aborted.bin")

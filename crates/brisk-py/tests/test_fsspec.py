@@ -118,3 +118,18 @@ def test_parquet_through_pandas_and_pyarrow(fs, server, bucket):
     pd.testing.assert_frame_equal(back, df)
     table = pq.read_table(f"{bucket}/table.parquet", filesystem=fs)
     assert table.equals(pa.Table.from_pandas(df, preserve_index=False))
+
+
+def test_content_types_as_s3fs_sets_them(fs, bucket, tmp_path):
+    page = tmp_path / "page.html"
+    page.write_bytes(b"<p>hi</p>")
+    fs.put_file(str(page), f"{bucket}/guessed.html")
+    fs.put_file(str(page), f"{bucket}/given", ContentType="text/plain")
+    fs.pipe_file(f"{bucket}/piped", b"{}", ContentType="application/json")
+    with fs.open(f"{bucket}/opened", "wb", ContentType="text/csv") as f:
+        f.write(b"a,b\n1,2\n")
+    client = fs.client
+    assert client.head(bucket, "guessed.html").content_type == "text/html"
+    assert client.head(bucket, "given").content_type == "text/plain"
+    assert client.head(bucket, "piped").content_type == "application/json"
+    assert client.head(bucket, "opened").content_type == "text/csv"

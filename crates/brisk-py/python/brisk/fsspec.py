@@ -19,6 +19,7 @@ What differs from s3fs, and why:
 
 from __future__ import annotations
 
+import mimetypes
 import os
 from typing import Any
 
@@ -196,14 +197,18 @@ class BriskFileSystem(AbstractFileSystem):
     # ----- writes ------------------------------------------------------------------------------
 
     def pipe_file(self, path: str, value: bytes, **kwargs: Any) -> None:
+        """Stores `value`; `ContentType=` (s3fs's keyword) sets the object's Content-Type."""
         bucket, key = _split(self._strip_protocol(path))
-        self.client.put(bucket, key, value)
+        self.client.put(bucket, key, value, content_type=kwargs.get("ContentType"))
 
     def put_file(self, lpath, rpath, callback=None, **kwargs: Any) -> None:
+        """Uploads a file with the Content-Type `ContentType=` gives, else the one its name
+        suggests (`mimetypes`), as s3fs does."""
         if os.path.isdir(lpath):
             return
         bucket, key = _split(self._strip_protocol(rpath))
-        self.client.upload(lpath, bucket, key)
+        content_type = kwargs.get("ContentType") or mimetypes.guess_type(str(lpath))[0]
+        self.client.upload(lpath, bucket, key, content_type=content_type)
 
     def get_file(self, rpath, lpath, callback=None, **kwargs: Any) -> None:
         bucket, key = _split(self._strip_protocol(rpath))
@@ -335,7 +340,8 @@ class BriskFile(AbstractBufferedFile):
 
     def _initiate_upload(self) -> None:
         if self._writer is None:
-            self._writer = self.fs.client.open_writer(self.bucket, self.key)
+            self._writer = self.fs.client.open_writer(
+                self.bucket, self.key, content_type=self.kwargs.get("ContentType"))
 
     def _upload_chunk(self, final: bool = False) -> bool:
         # fsspec's own buffer is empty unless something wrote to it past `write`.
