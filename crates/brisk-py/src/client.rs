@@ -898,7 +898,11 @@ impl Client {
     /// Uploads everything a binary file object yields (to its end): `readinto()` reads straight
     /// into the parts, full parts are sent while the next one is read. One PUT if it fits in a
     /// part, else a multipart upload; a failure aborts it and nothing is stored.
-    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None))]
+    ///
+    /// `progress(bytes_sent, total)` is called from the calling thread at most every 0.1 s with
+    /// the bytes of the parts the service has; `total` is None until the end (a stream's length is
+    /// not known), then the size.
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, progress=None))]
     fn upload_fileobj(
         &self,
         py: Python<'_>,
@@ -906,24 +910,34 @@ impl Client {
         bucket: &str,
         key: &str,
         content_type: Option<String>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<UploadResult> {
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(sent.clone()),
+            ..self.upload_options(content_type)
+        };
         let writer = self
             .inner()
-            .object_writer(bucket, key, self.upload_options(content_type))
+            .object_writer(bucket, key, options)
             .py_err(py)?;
-        Ok(crate::fileobj::upload_fileobj(py, fileobj, writer)?.into())
+        let progress = crate::fileobj::StreamProgress::new(progress, None);
+        Ok(crate::fileobj::upload_fileobj(py, fileobj, writer, &sent, progress)?.into())
     }
 
     /// Writes the object to a binary file object (anything with `write()`), front to back, in
-    /// blocks of 4 MiB read ahead while Python writes; returns its size.
+    /// blocks of 4 MiB read ahead while Python writes; returns its size. `progress(bytes_written,
+    /// size)` is called at most every 0.1 s and once at the end.
+    #[pyo3(signature = (bucket, key, fileobj, *, progress=None))]
     fn download_fileobj(
         &self,
         py: Python<'_>,
         bucket: String,
         key: String,
         fileobj: &Bound<'_, PyAny>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
-        crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj)
+        crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj, progress)
     }
 
     /// The object opened as a binary file for reading (read, readinto, seek) over one streamed

@@ -9,13 +9,16 @@
 //!   (no copy; the block goes back to the pool when Python lets go of it). The stored checksum is
 //!   checked as the object ends: a mismatch raises after the bytes were written, as for any stream.
 
-use brisk_client::ObjectWriter;
+use std::time::Instant;
+
+use brisk_client::{ObjectWriter, TransferProgress};
 use brisk_mem::PooledBlock;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::buffer::{Buffer, ReadableBuffer, read_into_part};
 use crate::errors::IntoPyResult;
+use crate::client::PROGRESS_INTERVAL;
 use crate::runtime::{runtime, wait};
 
 /// Bytes handed to `fileobj.write` at a time: 4 MiB, few enough Python calls per GiB (256) for
@@ -25,23 +28,80 @@ pub const BLOCK: usize = 4 * 1024 * 1024;
 /// Blocks read ahead of the Python side: one being written while the next one arrives.
 pub const BLOCKS_AHEAD: usize = 2;
 
+/// Calls a caller's `progress(done, total)` from the calling thread at most every
+/// [`PROGRESS_INTERVAL`] while a stream moves, and once at the end with the final count. `total` is
+/// None while it is not known (an upload from a stream), and the final count at the end.
+#[derive(Debug)]
+pub struct StreamProgress {
+    callback: Option<Py<PyAny>>,
+    total: Option<u64>,
+    last_call: Instant,
+    last_done: Option<u64>,
+}
+
+impl StreamProgress {
+    pub fn new(callback: Option<Py<PyAny>>, total: Option<u64>) -> Self {
+        Self {
+            callback,
+            total,
+            last_call: Instant::now(),
+            last_done: None,
+        }
+    }
+
+    /// Reports `done` if the interval has passed and it moved.
+    fn tick(&mut self, py: Python<'_>, done: u64) -> PyResult<()> {
+        if self.callback.is_some()
+            && self.last_done != Some(done)
+            && self.last_call.elapsed() >= PROGRESS_INTERVAL
+        {
+            self.call(py, done, self.total)?;
+        }
+        Ok(())
+    }
+
+    /// The final report: `done` of `done` unless the total was known.
+    fn finish(&mut self, py: Python<'_>, done: u64) -> PyResult<()> {
+        if self.callback.is_some() && self.last_done != Some(done) {
+            self.call(py, done, Some(self.total.unwrap_or(done)))?;
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, py: Python<'_>, done: u64, total: Option<u64>) -> PyResult<()> {
+        self.last_done = Some(done);
+        self.last_call = Instant::now();
+        match &self.callback {
+            Some(callback) => callback.bind(py).call1((done, total)).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Everything `fileobj` yields (to its end) into `writer`, which is then finished; a failure
-/// anywhere aborts the upload.
+/// anywhere aborts the upload. `sent` counts the bytes of the parts the service has, which
+/// `progress` reports.
 pub fn upload_fileobj(
     py: Python<'_>,
     fileobj: &Bound<'_, PyAny>,
     mut writer: ObjectWriter,
+    sent: &TransferProgress,
+    mut progress: StreamProgress,
 ) -> PyResult<brisk_client::UploadResult> {
     let copied = if fileobj.hasattr("readinto")? {
         loop {
             match read_into_part(py, fileobj, &mut writer) {
                 Ok(0) => break Ok(()),
-                Ok(_) => {}
+                Ok(_) => {
+                    if let Err(e) = progress.tick(py, sent.bytes()) {
+                        break Err(e);
+                    }
+                }
                 Err(e) => break Err(e),
             }
         }
     } else if fileobj.hasattr("read")? {
-        copy_reads(py, fileobj, &mut writer)
+        copy_reads(py, fileobj, &mut writer, sent, &mut progress)
     } else {
         Err(PyTypeError::new_err(format!(
             "upload_fileobj needs a binary file object with readinto() or read(), not {}",
@@ -52,7 +112,9 @@ pub fn upload_fileobj(
         let _ = wait(py, writer.abort());
         return Err(e);
     }
-    wait(py, writer.finish())?.py_err(py)
+    let result = wait(py, writer.finish())?.py_err(py)?;
+    progress.finish(py, result.size)?;
+    Ok(result)
 }
 
 /// For a file object with `read` only: each read's bytes copied into the parts.
@@ -60,6 +122,8 @@ fn copy_reads(
     py: Python<'_>,
     fileobj: &Bound<'_, PyAny>,
     writer: &mut ObjectWriter,
+    sent: &TransferProgress,
+    progress: &mut StreamProgress,
 ) -> PyResult<()> {
     loop {
         let data = fileobj.call_method1("read", (BLOCK,))?;
@@ -78,6 +142,7 @@ fn copy_reads(
             return Ok(());
         }
         wait(py, writer.write(bytes))?.py_err(py)?;
+        progress.tick(py, sent.bytes())?;
     }
 }
 
@@ -88,6 +153,7 @@ pub fn download_fileobj(
     bucket: String,
     key: String,
     fileobj: &Bound<'_, PyAny>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<u64> {
     let write = fileobj.getattr("write").map_err(|_| {
         PyTypeError::new_err(format!(
@@ -100,14 +166,10 @@ pub fn download_fileobj(
     })?;
     let (tx, mut rx) =
         tokio::sync::mpsc::channel::<brisk_client::Result<(PooledBlock, usize)>>(BLOCKS_AHEAD);
+    // The GET's head first, in this thread: its length is the progress total.
+    let mut stream = wait(py, client.get_stream(&bucket, &key))?.py_err(py)?;
+    let mut progress = StreamProgress::new(progress, Some(stream.content_length()));
     let reader = runtime().spawn(async move {
-        let mut stream = match client.get_stream(&bucket, &key).await {
-            Ok(stream) => stream,
-            Err(e) => {
-                let _ = tx.send(Err(e)).await;
-                return;
-            }
-        };
         loop {
             let filled = fill_block(&client, &mut stream).await;
             let end = matches!(filled, Ok((_, 0)) | Err(_));
@@ -128,11 +190,13 @@ pub fn download_fileobj(
         };
         let (block, len) = filled.py_err(py)?;
         if len == 0 {
+            progress.finish(py, size)?;
             return Ok(size);
         }
         let buffer = Bound::new(py, Buffer::block(block, len))?;
         write_all(&write, &buffer, len)?;
         size += len as u64;
+        progress.tick(py, size)?;
     }
 }
 

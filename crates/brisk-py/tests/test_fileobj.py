@@ -357,3 +357,44 @@ def test_uploads_store_the_content_type_given(client, s3, bucket, tmp_path):
                           (f"writer-{size}", "application/x-parquet")]:
             head = s3.head_object(Bucket=bucket, Key=key)
             assert (head["ContentType"], head["ContentLength"]) == (kind, size), key
+
+
+class Slow(io.RawIOBase):
+    """A stream of `n` bytes that takes a moment per read, so that progress is reported on the way."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob, self.at = blob, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        time.sleep(0.02)
+        n = min(len(b), len(self.blob) - self.at, 1 * MiB)
+        b[:n] = self.blob[self.at : self.at + n]
+        self.at += n
+        return n
+
+
+def test_fileobj_progress(client, bucket):
+    blob = data(16 * MiB + 5, seed=21)
+    seen = []
+    result = client.upload_fileobj(Slow(blob), bucket, "p", progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (len(blob), len(blob)) and result.size == len(blob)
+    assert len(seen) >= 2, seen  # 17 reads of 20 ms: reports on the way
+    assert all(total is None for _, total in seen[:-1])
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+    seen.clear()
+
+    class SlowSink(io.RawIOBase):
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b) -> int:
+            time.sleep(0.05)
+            return len(b)
+
+    assert client.download_fileobj(bucket, "p", SlowSink(), progress=lambda d, t: seen.append((d, t))) == len(blob)
+    assert seen[-1] == (len(blob), len(blob)) and len(seen) >= 2, seen
+    assert all(t == len(blob) for _, t in seen)

@@ -302,14 +302,24 @@ class Client:
         """Upload a file (one PUT, or multipart from pooled blocks with bounded memory), stored
         with `content_type` if given."""
     def upload_fileobj(
-        self, fileobj: _Readable, bucket: str, key: str, *, content_type: str | None = None
+        self,
+        fileobj: _Readable,
+        bucket: str,
+        key: str,
+        *,
+        content_type: str | None = None,
+        progress: Callable[[int, int | None], object] | None = None,
     ) -> UploadResult:
         """Upload everything a binary file object yields, to its end: `readinto()` reads straight
         into pooled parts (`read()` if it has no `readinto`), full parts are sent while the next is
-        read. One PUT if it fits in a part, else multipart; a failure aborts it, nothing is stored."""
-    def download_fileobj(self, bucket: str, key: str, fileobj: _Writable) -> int:
+        read. One PUT if it fits in a part, else multipart; a failure aborts it, nothing is stored.
+        `progress(bytes_sent, total)` at most every 0.1 s: `total` is None until the last call."""
+    def download_fileobj(
+        self, bucket: str, key: str, fileobj: _Writable, *, progress: _Progress | None = None
+    ) -> int:
         """Write the object to a binary file object (anything with `write()`) front to back, in
-        4 MiB `Buffer`s read ahead while Python writes; returns its size."""
+        4 MiB `Buffer`s read ahead while Python writes; returns its size. `progress(bytes_written,
+        size)` at most every 0.1 s and once at the end."""
     def open_reader(self, bucket: str, key: str, *, offset: int = 0) -> ObjectReader:
         """The object opened as a binary file for reading over one streamed GET from `offset`."""
     def open_writer(self, bucket: str, key: str, *, content_type: str | None = None) -> ObjectWriter:
