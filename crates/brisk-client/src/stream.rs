@@ -224,7 +224,7 @@ impl ObjectStream {
     /// Lets a read that waits on the socket sleep until `bytes` have arrived, or what is left of
     /// the response if that is less (0 goes back to waking for every byte). For a reader that takes
     /// large blocks, and that is sometimes busy elsewhere while the server keeps sending: each
-    /// segment that arrives would otherwise wake it for nothing (see [`crate::low_water`]). Applies
+    /// segment that arrives would otherwise wake it for nothing (`SO_RCVLOWAT`). Applies
     /// to plain TCP on Linux; elsewhere nothing changes.
     pub fn wake_after(&mut self, bytes: usize) {
         self.wake_after = bytes;

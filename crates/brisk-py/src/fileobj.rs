@@ -17,8 +17,8 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::buffer::{Buffer, ReadableBuffer, read_into_part};
-use crate::errors::IntoPyResult;
 use crate::client::PROGRESS_INTERVAL;
+use crate::errors::IntoPyResult;
 use crate::runtime::{runtime, wait};
 
 /// Bytes handed to `fileobj.write` at a time: 4 MiB, few enough Python calls per GiB (256) for
