@@ -76,7 +76,7 @@ pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use object_writer::ObjectWriter;
-pub use objects::{DownloadHead, ObjectMeta, PayloadSigning, PutOptions, PutResult};
+pub use objects::{DownloadHead, ObjectHeaders, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;
 pub use stream_count::StreamMeasure;

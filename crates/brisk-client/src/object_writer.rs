@@ -318,6 +318,7 @@ impl ObjectWriter {
                         payload_signing: self.options.payload_signing,
                         checksum: self.options.checksum,
                         content_type: self.options.content_type.clone(),
+                        headers: self.options.headers.clone(),
                         ..PutOptions::default()
                     },
                 )
@@ -348,7 +349,7 @@ impl ObjectWriter {
                 &self.key,
                 &upload_id,
                 parts,
-                self.options.content_type.as_deref(),
+                Some(&self.options),
             )
             .await?;
         self.upload_id = None;

@@ -77,6 +77,9 @@ pub struct ObjectMeta {
     pub last_modified: Option<SystemTime>,
     /// `Content-Type`.
     pub content_type: Option<String>,
+    /// `Cache-Control`, `Content-Disposition`, `Content-Encoding`, `Content-Language` and
+    /// `Expires`, as stored ([`ObjectHeaders`]; its `metadata` is empty: see `metadata` below).
+    pub headers: ObjectHeaders,
     /// `x-amz-checksum-crc32c`, when the object was stored with one (and the server returns it).
     pub checksum_crc32c: Option<String>,
     /// User metadata (`x-amz-meta-<name>` headers) as (name without the prefix, lower-case; value),
@@ -117,11 +120,83 @@ pub enum PayloadSigning {
     Unsigned,
 }
 
+/// What an upload stores with an object besides its bytes and its `Content-Type` (a field of its
+/// own in [`PutOptions`] and [`TransferOptions`](crate::TransferOptions)): the headers a GET of the
+/// object gives back, and its user metadata. S3 takes them on the PUT or the CreateMultipartUpload;
+/// Azure as `x-ms-blob-*` and `x-ms-meta-*` on Put Blob or Put Block List.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectHeaders {
+    /// `Cache-Control`.
+    pub cache_control: Option<String>,
+    /// `Content-Disposition`.
+    pub content_disposition: Option<String>,
+    /// `Content-Encoding` (e.g. `gzip` for bytes stored compressed).
+    pub content_encoding: Option<String>,
+    /// `Content-Language`.
+    pub content_language: Option<String>,
+    /// `Expires` (an HTTP date).
+    pub expires: Option<String>,
+    /// User metadata as (name, value): `x-amz-meta-<name>` (Azure: `x-ms-meta-<name>`).
+    pub metadata: Vec<(String, String)>,
+}
+
+impl ObjectHeaders {
+    /// `spec` with `content_type` and these headers, named for S3 or for Azure.
+    pub(crate) fn add_to<'a>(
+        &self,
+        mut spec: RequestSpec<'a>,
+        content_type: Option<&str>,
+        azure: bool,
+    ) -> RequestSpec<'a> {
+        let fields = [
+            ("content-type", "x-ms-blob-content-type", content_type),
+            (
+                "cache-control",
+                "x-ms-blob-cache-control",
+                self.cache_control.as_deref(),
+            ),
+            (
+                "content-disposition",
+                "x-ms-blob-content-disposition",
+                self.content_disposition.as_deref(),
+            ),
+            (
+                "content-encoding",
+                "x-ms-blob-content-encoding",
+                self.content_encoding.as_deref(),
+            ),
+            (
+                "content-language",
+                "x-ms-blob-content-language",
+                self.content_language.as_deref(),
+            ),
+            // Azure keeps no Expires of its own.
+            ("expires", "", self.expires.as_deref()),
+        ];
+        for (s3, az, value) in fields {
+            let name = if azure { az } else { s3 };
+            if let (Some(value), false) = (value, name.is_empty()) {
+                spec = spec.header_joined(name, value);
+            }
+        }
+        let prefix = if azure { "x-ms-meta-" } else { "x-amz-meta-" };
+        for (name, value) in &self.metadata {
+            spec = spec.header_named(
+                format!("{prefix}{}", name.to_ascii_lowercase()),
+                value.clone(),
+            );
+        }
+        spec
+    }
+}
+
 /// Options of [`Client::put_with`].
 #[derive(Debug, Clone, Default)]
 pub struct PutOptions {
     /// `Content-Type` stored with the object.
     pub content_type: Option<String>,
+    /// The other headers and the user metadata stored with the object.
+    pub headers: ObjectHeaders,
     /// How the payload is protected. A checksum header (`checksum`) is always sent, and the server
     /// checks it.
     pub payload_signing: PayloadSigning,
@@ -208,6 +283,14 @@ impl Client {
                 .header("last-modified")
                 .and_then(|v| httpdate::parse_http_date(v).ok()),
             content_type: response.header("content-type").map(str::to_owned),
+            headers: ObjectHeaders {
+                cache_control: response.header("cache-control").map(str::to_owned),
+                content_disposition: response.header("content-disposition").map(str::to_owned),
+                content_encoding: response.header("content-encoding").map(str::to_owned),
+                content_language: response.header("content-language").map(str::to_owned),
+                expires: response.header("expires").map(str::to_owned),
+                metadata: Vec::new(),
+            },
             checksum_crc32c: response.header("x-amz-checksum-crc32c").map(str::to_owned),
             metadata: response
                 .head()
@@ -684,9 +767,9 @@ impl Client {
         let checksum = sums.checksum;
         let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
             .header(options.checksum.algorithm().header_name(), checksum.clone());
-        if let Some(ct) = &options.content_type {
-            spec = spec.header("content-type", ct.clone());
-        }
+        spec = options
+            .headers
+            .add_to(spec, options.content_type.as_deref(), false);
         if options.if_none_match_any {
             spec = spec.header("if-none-match", "*");
         }

@@ -263,6 +263,20 @@ impl<'a> RequestSpec<'a> {
         self
     }
 
+    /// `name: value`, or `value` appended to the header of that name already set, comma-separated
+    /// (an aws-chunked body's `Content-Encoding: aws-chunked` and the object's own, `gzip`: one
+    /// header, as S3 asks, and as SigV4 signs repeated headers anyway).
+    pub(crate) fn header_joined(mut self, name: &'static str, value: &str) -> Self {
+        match self.headers.iter_mut().find(|(n, _)| n == name) {
+            Some((_, existing)) => {
+                existing.push(',');
+                existing.push_str(value);
+                self
+            }
+            None => self.header(name, value.to_owned()),
+        }
+    }
+
     /// A header whose name is built at run time (user metadata); `name` must be lower-case.
     pub(crate) fn header_named(mut self, name: String, value: impl Into<String>) -> Self {
         self.headers.push((Cow::Owned(name), value.into()));

@@ -62,7 +62,7 @@ use crate::client::{Client, finish, read_small_body};
 use crate::error::{Error, Result, ServiceError};
 use crate::integrity::TRANSACTIONAL_MD5_MAX;
 use crate::integrity::UploadChecksum;
-use crate::objects::{DownloadHead, PayloadSigning, StoredChecksum};
+use crate::objects::{DownloadHead, ObjectHeaders, PayloadSigning, StoredChecksum};
 use crate::request::{
     FileBody, RequestSpec, TrailingChecksum, check_bucket, check_key, push_query,
 };
@@ -171,6 +171,9 @@ pub struct TransferOptions {
     /// upload it creates; Azure: `x-ms-blob-content-type`). None leaves it to the service
     /// (S3: `binary/octet-stream`). Ignored by downloads.
     pub content_type: Option<String>,
+    /// The other headers and the user metadata an upload stores (see [`ObjectHeaders`]).
+    /// Ignored by downloads.
+    pub headers: ObjectHeaders,
 }
 
 impl Default for TransferOptions {
@@ -186,6 +189,7 @@ impl Default for TransferOptions {
             known_head: None,
             measure_streams: Some(StreamMeasure::default()),
             content_type: None,
+            headers: ObjectHeaders::default(),
         }
     }
 }
@@ -306,6 +310,7 @@ impl Client {
                         payload_signing: options.payload_signing,
                         checksum: options.checksum,
                         content_type: options.content_type.clone(),
+                        headers: options.headers.clone(),
                         ..crate::PutOptions::default()
                     },
                     Some(sums),
@@ -332,14 +337,8 @@ impl Client {
             .await;
         let completed = match uploaded {
             Ok(parts) => {
-                self.complete_multipart_upload(
-                    bucket,
-                    key,
-                    &upload_id,
-                    parts,
-                    options.content_type.as_deref(),
-                )
-                .await
+                self.complete_multipart_upload(bucket, key, &upload_id, parts, Some(&options))
+                    .await
             }
             Err(e) => Err(e),
         };
@@ -483,9 +482,9 @@ impl Client {
         let checksum = options.checksum;
         let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
             .header("x-amz-checksum-algorithm", checksum.algorithm().s3_name());
-        if let Some(ct) = &options.content_type {
-            spec = spec.header("content-type", ct.clone());
-        }
+        spec = options
+            .headers
+            .add_to(spec, options.content_type.as_deref(), false);
         // A CRC can be combined from the parts' CRCs, so the object gets a checksum of its whole
         // bytes (S3's FULL_OBJECT type), which a parallel download checks without knowing the part
         // boundaries. SHA-256 can only be COMPOSITE (a checksum of the parts' checksums).
@@ -588,9 +587,9 @@ impl Client {
         let trailer = TrailingChecksum::new(options.checksum);
         let mut spec =
             RequestSpec::new("PUT", Some(bucket), Some(key)).aws_chunked_file(body, &trailer);
-        if let Some(ct) = &options.content_type {
-            spec = spec.header("content-type", ct.clone());
-        }
+        spec = options
+            .headers
+            .add_to(spec, options.content_type.as_deref(), false);
         let response = self.send(&spec).await?;
         let etag = response.header("etag").map(str::to_owned);
         finish(response).await?;
@@ -639,12 +638,10 @@ impl Client {
         key: &str,
         upload_id: &str,
         parts: Vec<CompletedPart>,
-        content_type: Option<&str>,
+        stored: Option<&TransferOptions>,
     ) -> Result<String> {
         if self.is_azure() {
-            return self
-                .azure_put_block_list(bucket, key, parts, content_type)
-                .await;
+            return self.azure_put_block_list(bucket, key, parts, stored).await;
         }
         let body = CompleteMultipartUpload { parts }.to_vec()?;
         let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))

@@ -121,6 +121,7 @@ impl Client {
                         payload_signing: options.payload_signing,
                         checksum: options.checksum,
                         content_type: options.content_type.clone(),
+                        headers: options.headers.clone(),
                         ..PutOptions::default()
                     },
                 )
@@ -139,15 +140,9 @@ impl Client {
         let completed = match sent {
             Ok((parts, size)) => {
                 let count = parts.len() as u32;
-                self.complete_multipart_upload(
-                    bucket,
-                    key,
-                    &upload_id,
-                    parts,
-                    options.content_type.as_deref(),
-                )
-                .await
-                .map(|etag| (etag, size, count))
+                self.complete_multipart_upload(bucket, key, &upload_id, parts, Some(&options))
+                    .await
+                    .map(|etag| (etag, size, count))
             }
             Err(e) => Err(e),
         };

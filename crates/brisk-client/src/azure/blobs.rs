@@ -34,9 +34,9 @@ impl Client {
                 let mut spec = RequestSpec::new("PUT", Some(container), Some(blob))
                     .header("x-ms-blob-type", "BlockBlob")
                     .header(integrity.0, integrity.1);
-                if let Some(ct) = &options.content_type {
-                    spec = spec.header("x-ms-blob-content-type", ct.clone());
-                }
+                spec = options
+                    .headers
+                    .add_to(spec, options.content_type.as_deref(), true);
                 if options.if_none_match_any {
                     spec = spec.header("if-none-match", "*");
                 }
@@ -90,7 +90,7 @@ impl Client {
         container: &str,
         blob: &str,
         mut parts: Vec<CompletedPart>,
-        content_type: Option<&str>,
+        stored: Option<&crate::TransferOptions>,
     ) -> Result<String> {
         parts.sort_by_key(|p| p.part_number);
         let ids: Vec<String> = parts.iter().map(|p| block_id(p.part_number - 1)).collect();
@@ -99,8 +99,10 @@ impl Client {
             .header("content-type", "application/xml")
             .header("content-md5", Md5::digest(body.as_bytes()).to_base64())
             .slow_answer();
-        if let Some(ct) = content_type {
-            spec = spec.header("x-ms-blob-content-type", ct.to_owned());
+        if let Some(options) = stored {
+            spec = options
+                .headers
+                .add_to(spec, options.content_type.as_deref(), true);
         }
         push_query(&mut spec.query, "comp", "blocklist");
         spec.body = body.as_bytes();

@@ -205,6 +205,11 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
                 TransferOptions {
                     part_size: 5 * MIB,
                     content_type: Some("image/png".to_owned()),
+                    headers: brisk_client::ObjectHeaders {
+                        cache_control: Some("no-cache".into()),
+                        metadata: vec![("origin".into(), "test".into())],
+                        ..Default::default()
+                    },
                     ..TransferOptions::default()
                 },
             )
@@ -212,6 +217,16 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
             .unwrap();
             let meta = c.head(&container, key).await.unwrap();
             assert_eq!(meta.content_type.as_deref(), Some("image/png"), "{key}");
+            assert_eq!(
+                meta.headers.cache_control.as_deref(),
+                Some("no-cache"),
+                "{key}"
+            );
+            assert_eq!(
+                meta.metadata,
+                [("origin".to_owned(), "test".to_owned())],
+                "{key}"
+            );
         }
     })
     .await;

@@ -831,17 +831,26 @@ async fn an_object_writer_stores_what_was_written() {
     .await;
 }
 
-/// `TransferOptions::content_type` is stored with the object on every upload path: a file sent
-/// in one PUT (from a block when signed, from the file when unsigned) or in parts, a stream, and
-/// an `ObjectWriter`, whether they end within a part or not.
+/// `TransferOptions::content_type` and `headers` are stored with the object on every upload path:
+/// a file sent in one PUT (from a block when signed, from the file aws-chunked when unsigned, where
+/// `Content-Encoding` joins `aws-chunked`) or in parts, a stream, and an `ObjectWriter`, whether
+/// they end within a part or not; HEAD gives them back.
 #[tokio::test]
 async fn uploads_store_the_content_type_asked_for() {
-    use brisk_client::{PayloadSigning, TransferOptions};
+    use brisk_client::{ObjectHeaders, PayloadSigning, TransferOptions};
     bounded(STEP, async {
         let c = client();
         let bucket = new_bucket(&c, "ctype").await;
         let dir = tempfile::tempdir().unwrap();
         let kind = "text/html; charset=utf-8";
+        let headers = ObjectHeaders {
+            cache_control: Some("max-age=60".into()),
+            content_disposition: Some("attachment; filename=\"a.html\"".into()),
+            content_encoding: Some("gzip".into()),
+            content_language: Some("en".into()),
+            expires: Some("Wed, 21 Oct 2037 07:28:00 GMT".into()),
+            metadata: vec![("origin".into(), "test".into())],
+        };
         for len in [1_000usize, 11 * 1024 * 1024] {
             let (path, body) = pattern_file(dir.path(), len, 3);
             for signing in [PayloadSigning::Signed, PayloadSigning::Unsigned] {
@@ -849,6 +858,7 @@ async fn uploads_store_the_content_type_asked_for() {
                     part_size: 5 * 1024 * 1024,
                     payload_signing: signing,
                     content_type: Some(kind.to_owned()),
+                    headers: headers.clone(),
                     ..TransferOptions::default()
                 };
                 let key = format!("file-{len}-{signing:?}");
@@ -868,6 +878,12 @@ async fn uploads_store_the_content_type_asked_for() {
                     let meta = c.head(&bucket, &key).await.unwrap();
                     assert_eq!(meta.content_type.as_deref(), Some(kind), "{key}");
                     assert_eq!(meta.content_length, len as u64, "{key}");
+                    let stored = ObjectHeaders {
+                        metadata: Vec::new(),
+                        ..headers.clone()
+                    };
+                    assert_eq!(meta.headers, stored, "{key}");
+                    assert_eq!(meta.metadata, headers.metadata, "{key}");
                 }
             }
         }
