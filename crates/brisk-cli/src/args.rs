@@ -160,12 +160,12 @@ pub struct CpArgs {
     #[arg(long)]
     pub verify_md5: bool,
     #[command(flatten)]
-    pub content_type: ContentTypeArgs,
+    pub headers: ObjectHeaderArgs,
 }
 
-/// The Content-Type uploads store, as the AWS CLI chooses it.
+/// What uploads store with each object besides its bytes, as the AWS CLI's options say it.
 #[derive(Debug, Clone, Args)]
-pub struct ContentTypeArgs {
+pub struct ObjectHeaderArgs {
     /// The Content-Type every uploaded object gets (default: guessed from each file's extension,
     /// e.g. text/html for .html; none for stdin or a name without a known extension).
     #[arg(long, value_name = "TYPE")]
@@ -174,6 +174,73 @@ pub struct ContentTypeArgs {
     /// service's default (binary/octet-stream on S3).
     #[arg(long)]
     pub no_guess_mime_type: bool,
+    /// Cache-Control of uploaded objects, e.g. max-age=3600.
+    #[arg(long, value_name = "VALUE")]
+    pub cache_control: Option<String>,
+    /// Content-Disposition of uploaded objects.
+    #[arg(long, value_name = "VALUE")]
+    pub content_disposition: Option<String>,
+    /// Content-Encoding of uploaded objects, e.g. gzip for files stored compressed.
+    #[arg(long, value_name = "VALUE")]
+    pub content_encoding: Option<String>,
+    /// Content-Language of uploaded objects.
+    #[arg(long, value_name = "VALUE")]
+    pub content_language: Option<String>,
+    /// Expires of uploaded objects (an HTTP date, e.g. "Wed, 21 Oct 2037 07:28:00 GMT").
+    #[arg(long, value_name = "DATE")]
+    pub expires: Option<String>,
+    /// User metadata of uploaded objects: KEY=VALUE[,KEY=VALUE...] or a JSON object, as the AWS
+    /// CLI takes it (x-amz-meta-KEY; Azure x-ms-meta-KEY).
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = parse_metadata)]
+    pub metadata: Option<Metadata>,
+}
+
+/// `--metadata`: (name, value) pairs, names lower-cased.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata(pub Vec<(String, String)>);
+
+/// `k1=v1,k2=v2` or `{"k1": "v1"}` as (name, value) pairs; names are lower-cased, as S3 keeps them.
+pub fn parse_metadata(text: &str) -> Result<Metadata, String> {
+    let pairs: Vec<(String, String)> = if text.trim_start().starts_with('{') {
+        let map: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
+        map.into_iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => Ok((k, s)),
+                other => Err(format!("metadata values are strings; {k} is {other}")),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        text.split(',')
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+                    .ok_or_else(|| format!("{pair:?} is not KEY=VALUE"))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    for (name, value) in &pairs {
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if !valid {
+            return Err(format!(
+                "metadata name {name:?}: use letters, digits, '-', '_' and '.'"
+            ));
+        }
+        if value.bytes().any(|b| b.is_ascii_control() || !b.is_ascii()) {
+            return Err(format!(
+                "metadata value of {name:?}: use printable ASCII (S3 sends metadata as HTTP headers)"
+            ));
+        }
+    }
+    Ok(Metadata(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect(),
+    ))
 }
 
 #[derive(Debug, Args)]
@@ -194,7 +261,7 @@ pub struct SyncArgs {
     #[command(flatten)]
     pub select: SelectArgs,
     #[command(flatten)]
-    pub content_type: ContentTypeArgs,
+    pub headers: ObjectHeaderArgs,
 }
 
 #[derive(Debug, Args)]

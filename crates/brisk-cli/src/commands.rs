@@ -105,7 +105,7 @@ impl Copy {
 async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(), CliError> {
     let mut ctx = ctx.clone();
     ctx.verify_md5_etag = a.verify_md5;
-    ctx.choose_content_type(&a.content_type);
+    ctx.choose_object_headers(&a.headers);
     let ctx = &ctx;
     let src = Location::parse(&a.source)?;
     let dst = Location::parse(&a.destination)?;

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use brisk_client::{
-    AzureSettings, Client, ConfigError, StreamMeasure, TransferOptions, TransferProgress,
+    AzureSettings, Client, ConfigError, ObjectHeaders, StreamMeasure, TransferOptions,
+    TransferProgress,
 };
 use brisk_mem::{BufferPool, MemoryBudget};
 
@@ -33,6 +34,8 @@ pub struct Context {
     pub verify_md5_etag: bool,
     /// `--content-type`: what every upload stores.
     pub content_type: Option<String>,
+    /// `--cache-control`, `--metadata` and the rest: what every upload stores.
+    pub headers: ObjectHeaders,
     /// Uploads of files without `--content-type` store the type their extension suggests (cp,
     /// mv and sync, unless `--no-guess-mime-type`).
     pub guess_content_type: bool,
@@ -64,6 +67,7 @@ impl Context {
             part_size: g.part_size,
             verify_md5_etag: false,
             content_type: None,
+            headers: ObjectHeaders::default(),
             guess_content_type: false,
         })
     }
@@ -131,14 +135,24 @@ impl Context {
             verify_md5_etag: self.verify_md5_etag,
             measure_streams: (!self.global.fixed_streams).then(StreamMeasure::default),
             content_type: self.content_type.clone(),
+            headers: self.headers.clone(),
             ..TransferOptions::default()
         }
     }
 
-    /// Takes `--content-type` and `--no-guess-mime-type` for the uploads of this command.
-    pub fn choose_content_type(&mut self, args: &crate::args::ContentTypeArgs) {
+    /// Takes `--content-type`, `--no-guess-mime-type`, `--cache-control`, `--metadata` and the
+    /// rest for the uploads of this command.
+    pub fn choose_object_headers(&mut self, args: &crate::args::ObjectHeaderArgs) {
         self.content_type = args.content_type.clone();
         self.guess_content_type = !args.no_guess_mime_type;
+        self.headers = ObjectHeaders {
+            cache_control: args.cache_control.clone(),
+            content_disposition: args.content_disposition.clone(),
+            content_encoding: args.content_encoding.clone(),
+            content_language: args.content_language.clone(),
+            expires: args.expires.clone(),
+            metadata: args.metadata.clone().map(|m| m.0).unwrap_or_default(),
+        };
     }
 
     /// The options of an upload of the file at `path`: [`transfer_options`](Self::transfer_options)

@@ -300,7 +300,7 @@ struct Summary {
 pub async fn sync(ctx: &Context, args: SyncArgs, filters: &Filters) -> Result<(), CliError> {
     let started = Instant::now();
     let mut ctx = ctx.clone();
-    ctx.choose_content_type(&args.content_type);
+    ctx.choose_object_headers(&args.headers);
     let ctx = &ctx;
     let src = Location::parse(&args.source)?;
     let dst = Location::parse(&args.destination)?;

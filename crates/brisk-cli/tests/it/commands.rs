@@ -1166,6 +1166,11 @@ on_both_servers!(unsigned_uploads_send_the_file);
 
 /// The `Content-Type` of `url` (s3://), from a GET through a presigned URL.
 fn content_type_of(brisk: &Brisk, url: &str) -> String {
+    header_of(brisk, url, "content-type")
+}
+
+/// The response header `wanted` of a GET of `url` (s3://) through a presigned URL ("" if none).
+fn header_of(brisk: &Brisk, url: &str, wanted: &str) -> String {
     let get = brisk.run(&["presign", url]).ok().text();
     let rest = get.trim().strip_prefix("http://").unwrap().to_owned();
     let (host, target) = rest.split_at(rest.find('/').unwrap());
@@ -1184,7 +1189,7 @@ fn content_type_of(brisk: &Brisk, url: &str) -> String {
     head.lines()
         .find_map(|l| {
             let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-type")
+            name.eq_ignore_ascii_case(wanted)
                 .then(|| value.trim().to_owned())
         })
         .unwrap_or_default()
@@ -1244,6 +1249,44 @@ fn uploads_store_a_guessed_or_given_content_type(brisk: &Brisk, dir: &Path) {
         .run(&["cp", page, "s3://ctype/unguessed", "--no-guess-mime-type"])
         .ok();
     assert!(content_type_of(brisk, "s3://ctype/unguessed").ends_with("octet-stream"));
+
+    // The AWS CLI's other header options and --metadata, in both of its forms.
+    let big = tree.join("big.csv");
+    for (metadata, key) in [
+        ("Origin=cli,run=7", "a"),
+        (r#"{"origin": "cli", "run": "7"}"#, "b"),
+    ] {
+        let url = format!("s3://ctype/headers-{key}");
+        brisk
+            .run(&[
+                "cp",
+                big.to_str().unwrap(),
+                &url,
+                "--part-size",
+                "5MiB",
+                "--cache-control",
+                "max-age=60",
+                "--content-disposition",
+                "attachment",
+                "--content-language",
+                "en",
+                "--metadata",
+                metadata,
+                "-q",
+            ])
+            .ok();
+        assert_eq!(header_of(brisk, &url, "cache-control"), "max-age=60");
+        assert_eq!(header_of(brisk, &url, "content-disposition"), "attachment");
+        assert_eq!(header_of(brisk, &url, "content-language"), "en");
+        assert_eq!(header_of(brisk, &url, "x-amz-meta-origin"), "cli");
+        assert_eq!(header_of(brisk, &url, "x-amz-meta-run"), "7");
+        assert_eq!(content_type_of(brisk, &url), "text/csv");
+    }
+    for bad in ["novalue", "sp ace=1", "k=caf\u{e9}"] {
+        brisk
+            .run(&["cp", page, "s3://ctype/bad", "--metadata", bad])
+            .usage_error();
+    }
 }
 
 on_both_servers!(uploads_store_a_guessed_or_given_content_type);
