@@ -136,9 +136,13 @@ impl Client {
     }
 
     /// An upload's options: the client's, with the content type to store.
-    fn upload_options(&self, content_type: Option<String>) -> TransferOptions {
+    fn upload_options(&self, content_type: Option<String>, metadata: Metadata) -> TransferOptions {
         TransferOptions {
             content_type,
+            headers: brisk_client::ObjectHeaders {
+                metadata: metadata_pairs(metadata),
+                ..Default::default()
+            },
             ..self.transfer_options(None)
         }
     }
@@ -443,8 +447,21 @@ fn payload_signing_arg(choice: &str) -> PyResult<PayloadSigning> {
     }
 }
 
+/// A `metadata=` argument: user metadata as a dict of str to str.
+type Metadata = Option<std::collections::BTreeMap<String, String>>;
+
+/// `metadata=` as the (name, value) pairs an upload sends (names lower-cased, as S3 keeps them).
+fn metadata_pairs(metadata: Metadata) -> Vec<(String, String)> {
+    metadata
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v))
+        .collect()
+}
+
 fn put_options(
     content_type: Option<String>,
+    metadata: Metadata,
     if_none_match: Option<&str>,
     payload_signing: PayloadSigning,
 ) -> PyResult<PutOptions> {
@@ -459,6 +476,10 @@ fn put_options(
     };
     Ok(PutOptions {
         content_type,
+        headers: brisk_client::ObjectHeaders {
+            metadata: metadata_pairs(metadata),
+            ..Default::default()
+        },
         if_none_match_any,
         payload_signing,
         ..PutOptions::default()
@@ -860,7 +881,8 @@ impl Client {
     }
 
     /// Uploads a file: one PUT, or a multipart upload from pooled blocks.
-    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None))]
+    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None, metadata=None))]
+    #[allow(clippy::too_many_arguments)]
     fn upload(
         &self,
         py: Python<'_>,
@@ -869,12 +891,13 @@ impl Client {
         key: String,
         progress: Option<Py<PyAny>>,
         content_type: Option<String>,
+        metadata: Metadata,
     ) -> PyResult<UploadResult> {
         let client = self.inner();
         let counter = TransferProgress::new();
         let options = TransferOptions {
-            content_type,
-            ..self.transfer_options(Some(counter.clone()))
+            progress: Some(counter.clone()),
+            ..self.upload_options(content_type, metadata)
         };
         let mut reporter = progress.map(|callback| ProgressReporter {
             callback,
@@ -902,7 +925,8 @@ impl Client {
     /// `progress(bytes_sent, total)` is called from the calling thread at most every 0.1 s with
     /// the bytes of the parts the service has; `total` is None until the end (a stream's length is
     /// not known), then the size.
-    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, progress=None))]
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, metadata=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn upload_fileobj(
         &self,
         py: Python<'_>,
@@ -910,12 +934,13 @@ impl Client {
         bucket: &str,
         key: &str,
         content_type: Option<String>,
+        metadata: Metadata,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<UploadResult> {
         let sent = TransferProgress::new();
         let options = TransferOptions {
             progress: Some(sent.clone()),
-            ..self.upload_options(content_type)
+            ..self.upload_options(content_type, metadata)
         };
         let writer = self
             .inner()
@@ -956,17 +981,18 @@ impl Client {
 
     /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in
     /// bounded memory whatever its size (see `brisk.ObjectWriter`).
-    #[pyo3(signature = (bucket, key, *, content_type=None))]
+    #[pyo3(signature = (bucket, key, *, content_type=None, metadata=None))]
     fn open_writer(
         &self,
         py: Python<'_>,
         bucket: &str,
         key: &str,
         content_type: Option<String>,
+        metadata: Metadata,
     ) -> PyResult<ObjectWriter> {
         let writer = self
             .inner()
-            .object_writer(bucket, key, self.upload_options(content_type))
+            .object_writer(bucket, key, self.upload_options(content_type, metadata))
             .py_err(py)?;
         Ok(ObjectWriter::new(bucket, key, writer))
     }
@@ -974,7 +1000,8 @@ impl Client {
     // ----- writes and the rest -----------------------------------------------------------------
 
     /// Stores `data` (any C-contiguous buffer) in one PUT, sent from where it is.
-    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None))]
+    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None, metadata=None))]
+    #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
         py: Python<'_>,
@@ -983,8 +1010,14 @@ impl Client {
         data: &Bound<'_, PyAny>,
         content_type: Option<String>,
         if_none_match: Option<&str>,
+        metadata: Metadata,
     ) -> PyResult<PutResult> {
-        let options = put_options(content_type, if_none_match, self.transfer.payload_signing)?;
+        let options = put_options(
+            content_type,
+            metadata,
+            if_none_match,
+            self.transfer.payload_signing,
+        )?;
         let data = ReadableBuffer::get(data)?;
         let client = self.inner();
         let result = wait(py, client.put_with(bucket, key, data.as_slice(), &options))?;
@@ -1197,7 +1230,8 @@ impl Client {
     }
 
     /// `put` as a coroutine (the data is held until it completes).
-    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None))]
+    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None, metadata=None))]
+    #[allow(clippy::too_many_arguments)]
     fn put_async<'py>(
         &self,
         py: Python<'py>,
@@ -1206,8 +1240,14 @@ impl Client {
         data: &Bound<'py, PyAny>,
         content_type: Option<String>,
         if_none_match: Option<&str>,
+        metadata: Metadata,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = put_options(content_type, if_none_match, self.transfer.payload_signing)?;
+        let options = put_options(
+            content_type,
+            metadata,
+            if_none_match,
+            self.transfer.payload_signing,
+        )?;
         let data = ReadableBuffer::get(data)?;
         let client = self.inner();
         aio::spawn(
@@ -1319,7 +1359,7 @@ impl Client {
     }
 
     /// `upload` as a coroutine (no progress callback).
-    #[pyo3(signature = (path, bucket, key, *, content_type=None))]
+    #[pyo3(signature = (path, bucket, key, *, content_type=None, metadata=None))]
     fn upload_async<'py>(
         &self,
         py: Python<'py>,
@@ -1327,9 +1367,10 @@ impl Client {
         bucket: String,
         key: String,
         content_type: Option<String>,
+        metadata: Metadata,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.upload_options(content_type);
+        let options = self.upload_options(content_type, metadata);
         aio::spawn(
             py,
             async move { client.upload(&bucket, &key, &path, options).await },

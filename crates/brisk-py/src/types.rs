@@ -49,6 +49,11 @@ pub struct ObjectMeta {
     pub etag: Option<String>,
     pub last_modified: Option<Py<PyAny>>,
     pub content_type: Option<String>,
+    pub cache_control: Option<String>,
+    pub content_disposition: Option<String>,
+    pub content_encoding: Option<String>,
+    pub content_language: Option<String>,
+    pub expires: Option<String>,
     pub checksum_crc32c: Option<String>,
     pub metadata: Py<PyDict>,
 }
@@ -64,6 +69,11 @@ impl ObjectMeta {
             etag: meta.etag,
             last_modified: system_time(py, meta.last_modified)?,
             content_type: meta.content_type,
+            cache_control: meta.headers.cache_control,
+            content_disposition: meta.headers.content_disposition,
+            content_encoding: meta.headers.content_encoding,
+            content_language: meta.headers.content_language,
+            expires: meta.headers.expires,
             checksum_crc32c: meta.checksum_crc32c,
             metadata: metadata.unbind(),
         })

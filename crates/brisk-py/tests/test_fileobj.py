@@ -359,6 +359,29 @@ def test_uploads_store_the_content_type_given(client, s3, bucket, tmp_path):
             assert (head["ContentType"], head["ContentLength"]) == (kind, size), key
 
 
+def test_uploads_store_user_metadata(client, s3, bucket, tmp_path):
+    path = tmp_path / "m.bin"
+    meta = {"Origin": "test", "run": "7"}
+    for size in (100, 12 * MiB):
+        blob = data(size, seed=6)
+        path.write_bytes(blob)
+        client.upload(path, bucket, f"file-{size}", metadata=meta)
+        client.upload_fileobj(io.BytesIO(blob), bucket, f"fileobj-{size}", metadata=meta)
+        with client.open_writer(bucket, f"writer-{size}", metadata=meta) as f:
+            f.write(blob)
+        client.put(bucket, f"put-{size}", blob, metadata=meta)
+        for how in ("file", "fileobj", "writer", "put"):
+            key = f"{how}-{size}"
+            assert s3.head_object(Bucket=bucket, Key=key)["Metadata"] == {"origin": "test", "run": "7"}, key
+            assert client.head(bucket, key).metadata == {"origin": "test", "run": "7"}, key
+    # Headers another client stored come back on HEAD.
+    s3.put_object(Bucket=bucket, Key="h", Body=b"x", CacheControl="max-age=60", ContentDisposition="inline",
+                  ContentEncoding="identity", ContentLanguage="en")
+    head = client.head(bucket, "h")
+    assert (head.cache_control, head.content_disposition, head.content_encoding, head.content_language) == (
+        "max-age=60", "inline", "identity", "en")
+
+
 class Slow(io.RawIOBase):
     """A stream of `n` bytes that takes a moment per read, so that progress is reported on the way."""
 

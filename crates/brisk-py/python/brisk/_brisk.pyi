@@ -46,6 +46,11 @@ class ObjectMeta:
     etag: str | None
     last_modified: datetime.datetime | None
     content_type: str | None
+    cache_control: str | None
+    content_disposition: str | None
+    content_encoding: str | None
+    content_language: str | None
+    expires: str | None
     checksum_crc32c: str | None
     metadata: dict[str, str]
 
@@ -298,9 +303,10 @@ class Client:
         *,
         progress: _Progress | None = None,
         content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> UploadResult:
         """Upload a file (one PUT, or multipart from pooled blocks with bounded memory), stored
-        with `content_type` if given."""
+        with `content_type` and user `metadata` (x-amz-meta-*) if given."""
     def upload_fileobj(
         self,
         fileobj: _Readable,
@@ -308,6 +314,7 @@ class Client:
         key: str,
         *,
         content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
         progress: Callable[[int, int | None], object] | None = None,
     ) -> UploadResult:
         """Upload everything a binary file object yields, to its end: `readinto()` reads straight
@@ -322,7 +329,14 @@ class Client:
         size)` at most every 0.1 s and once at the end."""
     def open_reader(self, bucket: str, key: str, *, offset: int = 0) -> ObjectReader:
         """The object opened as a binary file for reading over one streamed GET from `offset`."""
-    def open_writer(self, bucket: str, key: str, *, content_type: str | None = None) -> ObjectWriter:
+    def open_writer(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> ObjectWriter:
         """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`."""
 
     # --- writes and the rest ---
@@ -334,6 +348,7 @@ class Client:
         *,
         content_type: str | None = None,
         if_none_match: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> PutResult:
         """Store `data` (any C-contiguous buffer: bytes, bytearray, memoryview, numpy array,
         Buffer) in one PUT, written from where it is (no copy)."""
@@ -392,6 +407,7 @@ class Client:
         *,
         content_type: str | None = None,
         if_none_match: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> Awaitable[PutResult]: ...
     def delete_async(self, bucket: str, key: str) -> Awaitable[None]: ...
     def copy_async(
@@ -409,7 +425,13 @@ class Client:
         self, bucket: str, key: str, path: _Path, *, size: int | None = None
     ) -> Awaitable[int]: ...
     def upload_async(
-        self, path: _Path, bucket: str, key: str, *, content_type: str | None = None
+        self,
+        path: _Path,
+        bucket: str,
+        key: str,
+        *,
+        content_type: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> Awaitable[UploadResult]: ...
 
 def parse_size(text: int | str) -> int:
