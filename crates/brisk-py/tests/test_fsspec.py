@@ -133,3 +133,26 @@ def test_content_types_as_s3fs_sets_them(fs, bucket, tmp_path):
     assert client.head(bucket, "given").content_type == "text/plain"
     assert client.head(bucket, "piped").content_type == "application/json"
     assert client.head(bucket, "opened").content_type == "text/csv"
+
+
+def test_get_and_put_report_to_fsspec_callbacks(fs, bucket, tmp_path):
+    from fsspec.callbacks import Callback
+
+    class Seen(Callback):
+        def __init__(self):
+            super().__init__()
+            self.updates = []
+
+        def call(self, *args, **kwargs):
+            self.updates.append((self.value, self.size))
+
+    blob = data(9 * MiB + 1)
+    local = tmp_path / "up.bin"
+    local.write_bytes(blob)
+    up = Seen()
+    fs.put_file(str(local), f"{bucket}/cb", callback=up)
+    down = Seen()
+    fs.get_file(f"{bucket}/cb", str(tmp_path / "down.bin"), callback=down)
+    assert (tmp_path / "down.bin").read_bytes() == blob
+    for seen in (up, down):
+        assert seen.updates and seen.updates[-1] == (len(blob), len(blob)), seen.updates

@@ -23,6 +23,7 @@ import mimetypes
 import os
 from typing import Any
 
+from fsspec.callbacks import NoOpCallback
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
 import brisk
@@ -34,6 +35,19 @@ def _split(path: str) -> tuple[str, str]:
     path = path.strip("/")
     bucket, _, key = path.partition("/")
     return bucket, key
+
+
+def _progress_of(callback):
+    """brisk's `progress(done, total)` for an fsspec `Callback`, or None for none (fsspec passes a
+    no-op one by default: asking for progress would cost a download a HEAD for its total)."""
+    if callback is None or isinstance(callback, NoOpCallback):
+        return None
+
+    def progress(done: int, total: int) -> None:
+        callback.set_size(total)
+        callback.absolute_update(done)
+
+    return progress
 
 
 class BriskFileSystem(AbstractFileSystem):
@@ -203,16 +217,18 @@ class BriskFileSystem(AbstractFileSystem):
 
     def put_file(self, lpath, rpath, callback=None, **kwargs: Any) -> None:
         """Uploads a file with the Content-Type `ContentType=` gives, else the one its name
-        suggests (`mimetypes`), as s3fs does."""
+        suggests (`mimetypes`), as s3fs does; fsspec's `callback` sees the bytes sent."""
         if os.path.isdir(lpath):
             return
         bucket, key = _split(self._strip_protocol(rpath))
         content_type = kwargs.get("ContentType") or mimetypes.guess_type(str(lpath))[0]
-        self.client.upload(lpath, bucket, key, content_type=content_type)
+        self.client.upload(lpath, bucket, key, content_type=content_type, progress=_progress_of(callback))
 
     def get_file(self, rpath, lpath, callback=None, **kwargs: Any) -> None:
+        """Downloads to a file; fsspec's `callback` sees the bytes written (the size from a HEAD
+        made only when there is a callback to tell)."""
         bucket, key = _split(self._strip_protocol(rpath))
-        self.client.download(bucket, key, lpath)
+        self.client.download(bucket, key, lpath, progress=_progress_of(callback))
 
     def cp_file(self, path1, path2, **kwargs: Any) -> None:
         b1, k1 = _split(self._strip_protocol(path1))
