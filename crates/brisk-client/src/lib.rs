@@ -19,7 +19,7 @@
 //!
 //! The request engine ([`client`]: signing, pooled connections, retries, error mapping) sits under
 //! one module per kind of operation: [`objects`], [`buckets`], [`list`], [`copy`], [`transfer`],
-//! [`upload_stream`], [`object_writer`], [`stream`], [`batch`], and presigned URLs ([`Client::presign`]).
+//! [`upload_stream`], [`object_writer`], [`stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), brisk_client::Error> {
@@ -52,6 +52,7 @@ pub mod objects;
 mod part_layouts;
 mod pool;
 mod presign;
+pub mod read_ahead;
 mod request;
 pub mod retry;
 pub mod stream;
@@ -77,6 +78,7 @@ pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use object_writer::ObjectWriter;
 pub use objects::{DownloadHead, ObjectHeaders, ObjectMeta, PayloadSigning, PutOptions, PutResult};
+pub use read_ahead::ReadAhead;
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;
 pub use stream_count::StreamMeasure;

@@ -937,6 +937,87 @@ async fn an_object_writer_that_gives_up_stores_nothing() {
     .await;
 }
 
+/// `read_ahead`: parallel ranges handed out in order make the object byte for byte; an object
+/// replaced during the read is `ObjectChanged`; a byte damaged on the way fails the stored
+/// checksum at the end.
+#[tokio::test]
+async fn read_ahead_hands_out_the_object_in_order() {
+    use brisk_client::TransferOptions;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "readahead").await;
+        let options = TransferOptions {
+            part_size: 1024 * 1024,
+            parts_in_flight: 3,
+            ..TransferOptions::default()
+        };
+        for len in [0usize, 1000, 7 * 1024 * 1024 + 11] {
+            let body = pattern(len, 5);
+            c.put(&bucket, "r", &body).await.unwrap();
+            let mut reader = c.read_ahead(&bucket, "r", &options).await.unwrap();
+            assert_eq!(reader.content_length(), len as u64);
+            let mut got = Vec::new();
+            while let Some((block, n)) = reader.next_block().await.unwrap() {
+                got.extend_from_slice(&block[..n]);
+            }
+            assert!(got == body, "{len} bytes");
+        }
+
+        // Replaced after the first block: the ranges still to start are refused.
+        let body = pattern(7 * 1024 * 1024, 6);
+        c.put(&bucket, "changing", &body).await.unwrap();
+        let one = TransferOptions {
+            parts_in_flight: 1,
+            ..options.clone()
+        };
+        let mut reader = c.read_ahead(&bucket, "changing", &one).await.unwrap();
+        reader.next_block().await.unwrap().unwrap();
+        c.put(&bucket, "changing", &pattern(7 * 1024 * 1024, 7))
+            .await
+            .unwrap();
+        let mut failed = None;
+        for _ in 0..8 {
+            match reader.next_block().await {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        assert!(
+            matches!(failed, Some(Error::ObjectChanged { .. })),
+            "{failed:?}"
+        );
+
+        // Every response damaged at its byte 100: the stored CRC32C does not match at the end.
+        let proxy = FaultProxy::start(
+            server().port,
+            Fault::Flip { at: 100 },
+            Schedule::EveryNth(1),
+        )
+        .await;
+        let through = builder().endpoint(proxy.endpoint.clone()).build().unwrap();
+        c.put(&bucket, "damaged", &body).await.unwrap();
+        let mut reader = through
+            .read_ahead(&bucket, "damaged", &options)
+            .await
+            .unwrap();
+        let end = loop {
+            match reader.next_block().await {
+                Ok(Some(_)) => {}
+                other => break other,
+            }
+        };
+        assert!(
+            matches!(end, Err(Error::ChecksumMismatch { .. })),
+            "{end:?}"
+        );
+    })
+    .await;
+}
+
 /// `upload_object_stream`: an object read with `get_stream` is uploaded part by part from the
 /// source's connection (here one server to itself, as between two services), byte for byte.
 #[tokio::test]
