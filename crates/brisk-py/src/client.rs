@@ -950,9 +950,9 @@ impl Client {
         Ok(crate::fileobj::upload_fileobj(py, fileobj, writer, &sent, progress)?.into())
     }
 
-    /// Writes the object to a binary file object (anything with `write()`), front to back, in
-    /// blocks of 4 MiB read ahead while Python writes; returns its size. `progress(bytes_written,
-    /// size)` is called at most every 0.1 s and once at the end.
+    /// Writes the object to a binary file object (anything with `write()`), front to back: parts
+    /// read by parallel ranged GETs ahead of Python, handed over in order; returns its size.
+    /// `progress(bytes_written, size)` is called at most every 0.1 s and once at the end.
     #[pyo3(signature = (bucket, key, fileobj, *, progress=None))]
     fn download_fileobj(
         &self,
@@ -962,7 +962,8 @@ impl Client {
         fileobj: &Bound<'_, PyAny>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<u64> {
-        crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj, progress)
+        let options = self.transfer_options(None);
+        crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj, options, progress)
     }
 
     /// The object opened as a binary file for reading (read, readinto, seek) over one streamed

@@ -4,29 +4,26 @@
 //! - Up: the file object's `readinto` reads straight into the part being filled (a writable view of
 //!   the pooled block, [`read_into_part`]); one with only `read` has its bytes copied in. Full parts
 //!   are sent on the runtime's workers while Python reads the next one.
-//! - Down: the object is read on the runtime into pooled blocks of [`BLOCK`] bytes, at most
-//!   [`BLOCKS_AHEAD`] ahead of Python, and each is handed to `fileobj.write` as a `brisk.Buffer`
-//!   (no copy; the block goes back to the pool when Python lets go of it). The stored checksum is
+//! - Down: a HEAD, then ranged GETs of a part each (`part_size`, `parts_in_flight` of them ahead of
+//!   Python, pinned to the HEAD's ETag: `Client::read_ahead`), each into a pooled block handed to
+//!   `fileobj.write` in order as a `brisk.Buffer` (no copy; the block goes back to the pool when
+//!   Python lets go of it). Parallel ranges, as boto3's `download_fileobj` makes them: one
+//!   connection carries far less than a link with a round trip. A stored full-object checksum is
 //!   checked as the object ends: a mismatch raises after the bytes were written, as for any stream.
 
 use std::time::Instant;
 
 use brisk_client::{ObjectWriter, TransferProgress};
-use brisk_mem::PooledBlock;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::buffer::{Buffer, ReadableBuffer, read_into_part};
 use crate::client::PROGRESS_INTERVAL;
 use crate::errors::IntoPyResult;
-use crate::runtime::{runtime, wait};
+use crate::runtime::wait;
 
-/// Bytes handed to `fileobj.write` at a time: 4 MiB, few enough Python calls per GiB (256) for
-/// their cost not to show, small enough that the first write comes early.
-pub const BLOCK: usize = 4 * 1024 * 1024;
-
-/// Blocks read ahead of the Python side: one being written while the next one arrives.
-pub const BLOCKS_AHEAD: usize = 2;
+/// Bytes asked of a file object's `read` at a time (one with no `readinto`): 4 MiB.
+pub const READ_SIZE: usize = 4 * 1024 * 1024;
 
 /// Calls a caller's `progress(done, total)` from the calling thread at most every
 /// [`PROGRESS_INTERVAL`] while a stream moves, and once at the end with the final count. `total` is
@@ -126,7 +123,7 @@ fn copy_reads(
     progress: &mut StreamProgress,
 ) -> PyResult<()> {
     loop {
-        let data = fileobj.call_method1("read", (BLOCK,))?;
+        let data = fileobj.call_method1("read", (READ_SIZE,))?;
         if data.is_none() {
             return Err(PyTypeError::new_err(
                 "read() returned None: the file object is non-blocking and had no data; pass a blocking one",
@@ -153,6 +150,7 @@ pub fn download_fileobj(
     bucket: String,
     key: String,
     fileobj: &Bound<'_, PyAny>,
+    options: brisk_client::TransferOptions,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<u64> {
     let write = fileobj.getattr("write").map_err(|_| {
@@ -164,40 +162,19 @@ pub fn download_fileobj(
                 .map_or_else(|_| "?".to_owned(), |n| n.to_string())
         ))
     })?;
-    let (tx, mut rx) =
-        tokio::sync::mpsc::channel::<brisk_client::Result<(PooledBlock, usize)>>(BLOCKS_AHEAD);
-    // The GET's head first, in this thread: its length is the progress total.
-    let mut stream = wait(py, client.get_stream(&bucket, &key))?.py_err(py)?;
-    let mut progress = StreamProgress::new(progress, Some(stream.content_length()));
-    let reader = runtime().spawn(async move {
-        loop {
-            let filled = fill_block(&client, &mut stream).await;
-            let end = matches!(filled, Ok((_, 0)) | Err(_));
-            if tx.send(filled).await.is_err() || end {
-                return;
-            }
-        }
-    });
-    // The reader stops when this side stops receiving (the channel closes), whatever the reason.
-    let _stop = AbortOnDrop(reader);
+    // A HEAD, then ranged GETs of a part each, `parts_in_flight` ahead of this thread, pinned to
+    // the HEAD's ETag; the blocks come back in order (`Client::read_ahead`).
+    let mut reader = wait(py, client.read_ahead(&bucket, &key, &options))?.py_err(py)?;
+    let mut progress = StreamProgress::new(progress, Some(reader.content_length()));
     let mut size = 0u64;
-    loop {
-        let next = wait(py, rx.recv())?;
-        let Some(filled) = next else {
-            return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                "brisk's download task ended without a result",
-            ));
-        };
-        let (block, len) = filled.py_err(py)?;
-        if len == 0 {
-            progress.finish(py, size)?;
-            return Ok(size);
-        }
+    while let Some((block, len)) = wait(py, reader.next_block())?.py_err(py)? {
         let buffer = Bound::new(py, Buffer::block(block, len))?;
         write_all(&write, &buffer, len)?;
         size += len as u64;
         progress.tick(py, size)?;
     }
+    progress.finish(py, size)?;
+    Ok(size)
 }
 
 /// `write(buffer)`, again with the rest for as long as `write` says it took less (a raw,
@@ -230,30 +207,4 @@ fn write_all(write: &Bound<'_, PyAny>, buffer: &Bound<'_, Buffer>, len: usize) -
     }
     let _ = view.call_method0("release");
     Ok(())
-}
-
-/// A block of [`BLOCK`] bytes filled from `stream` (fewer only at its end; 0 once it has ended).
-async fn fill_block(
-    client: &brisk_client::Client,
-    stream: &mut brisk_client::ObjectStream,
-) -> brisk_client::Result<(PooledBlock, usize)> {
-    let mut block = client.buffer_pool().get(BLOCK).await?;
-    let mut filled = 0;
-    while filled < BLOCK {
-        let n = stream.read(&mut block[filled..BLOCK]).await?;
-        if n == 0 {
-            break;
-        }
-        filled += n;
-    }
-    Ok((block, filled))
-}
-
-/// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }

@@ -325,7 +325,8 @@ class Client:
         self, bucket: str, key: str, fileobj: _Writable, *, progress: _Progress | None = None
     ) -> int:
         """Write the object to a binary file object (anything with `write()`) front to back, in
-        4 MiB `Buffer`s read ahead while Python writes; returns its size. `progress(bytes_written,
+        `Buffer`s of a part each, read by parallel ranged GETs ahead of Python and handed over
+        in order (a HEAD first, its ETag pinning the ranges); returns its size. `progress(bytes_written,
         size)` at most every 0.1 s and once at the end."""
     def open_reader(self, bucket: str, key: str, *, offset: int = 0) -> ObjectReader:
         """The object opened as a binary file for reading over one streamed GET from `offset`."""
