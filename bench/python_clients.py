@@ -110,7 +110,7 @@ CLIENTS = {
     "upload": ("brisk-upload", "obstore", "boto3", "s3fs"),
     "write": ("brisk-writer", "brisk-fsspec", "brisk-spool", "obstore", "s3fs"),
     "upload_fileobj": ("brisk-fileobj", "obstore", "boto3", "s3fs"),
-    "download_fileobj": ("brisk-fileobj", "obstore", "boto3", "s3fs"),
+    "download_fileobj": ("brisk-fileobj", "brisk-reader", "obstore", "boto3", "s3fs"),
     "sequential": ("brisk-reader", "brisk-fsspec", "brisk-fsspec-blocks", "obstore", "boto3", "s3fs"),
 }
 LABELS = {
@@ -140,6 +140,7 @@ LABELS = {
     ("upload_fileobj", "boto3"): "boto3 `upload_fileobj`",
     ("upload_fileobj", "s3fs"): "s3fs `open(\"wb\")` + `shutil.copyfileobj`",
     ("download_fileobj", "brisk-fileobj"): "brisk `download_fileobj`",
+    ("download_fileobj", "brisk-reader"): "brisk `open_reader` + `shutil.copyfileobj` (one GET)",
     ("download_fileobj", "obstore"): "obstore `get()` chunks -> `file.write`",
     ("download_fileobj", "boto3"): "boto3 `download_fileobj`",
     ("download_fileobj", "s3fs"): "s3fs `open(\"rb\")` + `shutil.copyfileobj`",
@@ -419,6 +420,14 @@ def download_fileobj(client, endpoint, bucket, key, size, path):
     if client == "brisk-fileobj":
         c = brisk_client(endpoint)
         return lambda: c.download_fileobj(bucket, key, out)
+    if client == "brisk-reader":
+        c = brisk_client(endpoint)
+
+        def run():
+            with c.open_reader(bucket, key) as src:
+                shutil.copyfileobj(src, out, 8 * MIB)
+            return out.tell()
+        return run
     if client == "obstore":
         import obstore
 

@@ -32,6 +32,11 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::transfer::TransferOptions;
 
+/// How many bytes a range's socket holds before its reader wakes: 1 MiB, as for `get_bytes`
+/// (see `SO_RCVLOWAT` in the client's notes): without it each of the ranges in flight wakes its
+/// task for every segment that arrives.
+const RANGE_WAKE_AFTER: usize = 1 << 20;
+
 /// An object being read ahead in parallel ranges; see the [module docs](self).
 #[derive(Debug)]
 pub struct ReadAhead {
@@ -132,6 +137,8 @@ impl ReadAhead {
                 let mut stream = client
                     .get_range_stream(&bucket, &key, &etag, offset, len as u64)
                     .await?;
+                // Woken per MiB that has arrived, not per segment (as `get_bytes` reads).
+                stream.wake_after(RANGE_WAKE_AFTER);
                 let mut filled = 0;
                 while filled < len {
                     let n = stream.read(&mut block[filled..len]).await?;
