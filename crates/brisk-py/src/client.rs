@@ -136,15 +136,17 @@ impl Client {
     }
 
     /// An upload's options: the client's, with the content type to store.
-    fn upload_options(&self, content_type: Option<String>, metadata: Metadata) -> TransferOptions {
-        TransferOptions {
+    fn upload_options(
+        &self,
+        content_type: Option<String>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<TransferOptions> {
+        Ok(TransferOptions {
             content_type,
-            headers: brisk_client::ObjectHeaders {
-                metadata: metadata_pairs(metadata),
-                ..Default::default()
-            },
+            headers: object_headers(metadata, headers)?,
             ..self.transfer_options(None)
-        }
+        })
     }
 
     /// A download's options: the client's, with the object's size when the caller gave it.
@@ -450,18 +452,49 @@ fn payload_signing_arg(choice: &str) -> PyResult<PayloadSigning> {
 /// A `metadata=` argument: user metadata as a dict of str to str.
 type Metadata = Option<std::collections::BTreeMap<String, String>>;
 
-/// `metadata=` as the (name, value) pairs an upload sends (names lower-cased, as S3 keeps them).
-fn metadata_pairs(metadata: Metadata) -> Vec<(String, String)> {
-    metadata
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect()
+/// A `headers=` argument: the other headers stored with an object, by their HTTP names.
+type Headers = Option<std::collections::BTreeMap<String, String>>;
+
+/// `metadata=` (names lower-cased, as S3 keeps them) and `headers=` (`Cache-Control`,
+/// `Content-Disposition`, `Content-Encoding`, `Content-Language`, `Expires`, in any case) as what
+/// an upload stores; any other header name is a `ValueError` before anything is sent.
+fn object_headers(metadata: Metadata, headers: Headers) -> PyResult<brisk_client::ObjectHeaders> {
+    let mut stored = brisk_client::ObjectHeaders {
+        metadata: metadata
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect(),
+        ..Default::default()
+    };
+    for (name, value) in headers.unwrap_or_default() {
+        let slot = match name.to_ascii_lowercase().as_str() {
+            "cache-control" => &mut stored.cache_control,
+            "content-disposition" => &mut stored.content_disposition,
+            "content-encoding" => &mut stored.content_encoding,
+            "content-language" => &mut stored.content_language,
+            "expires" => &mut stored.expires,
+            "content-type" => {
+                return Err(PyValueError::new_err(
+                    "give the Content-Type as content_type=, not in headers=",
+                ));
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "headers= takes Cache-Control, Content-Disposition, Content-Encoding, \
+                     Content-Language and Expires, not {other:?} (user metadata goes in metadata=)"
+                )));
+            }
+        };
+        *slot = Some(value);
+    }
+    Ok(stored)
 }
 
 fn put_options(
     content_type: Option<String>,
     metadata: Metadata,
+    headers: Headers,
     if_none_match: Option<&str>,
     payload_signing: PayloadSigning,
 ) -> PyResult<PutOptions> {
@@ -476,10 +509,7 @@ fn put_options(
     };
     Ok(PutOptions {
         content_type,
-        headers: brisk_client::ObjectHeaders {
-            metadata: metadata_pairs(metadata),
-            ..Default::default()
-        },
+        headers: object_headers(metadata, headers)?,
         if_none_match_any,
         payload_signing,
         ..PutOptions::default()
@@ -881,7 +911,7 @@ impl Client {
     }
 
     /// Uploads a file: one PUT, or a multipart upload from pooled blocks.
-    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None, metadata=None))]
+    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None, metadata=None, headers=None))]
     #[allow(clippy::too_many_arguments)]
     fn upload(
         &self,
@@ -892,12 +922,13 @@ impl Client {
         progress: Option<Py<PyAny>>,
         content_type: Option<String>,
         metadata: Metadata,
+        headers: Headers,
     ) -> PyResult<UploadResult> {
         let client = self.inner();
         let counter = TransferProgress::new();
         let options = TransferOptions {
             progress: Some(counter.clone()),
-            ..self.upload_options(content_type, metadata)
+            ..self.upload_options(content_type, metadata, headers)?
         };
         let mut reporter = progress.map(|callback| ProgressReporter {
             callback,
@@ -925,7 +956,7 @@ impl Client {
     /// `progress(bytes_sent, total)` is called from the calling thread at most every 0.1 s with
     /// the bytes of the parts the service has; `total` is None until the end (a stream's length is
     /// not known), then the size.
-    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, metadata=None, progress=None))]
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, metadata=None, headers=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn upload_fileobj(
         &self,
@@ -935,12 +966,13 @@ impl Client {
         key: &str,
         content_type: Option<String>,
         metadata: Metadata,
+        headers: Headers,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<UploadResult> {
         let sent = TransferProgress::new();
         let options = TransferOptions {
             progress: Some(sent.clone()),
-            ..self.upload_options(content_type, metadata)
+            ..self.upload_options(content_type, metadata, headers)?
         };
         let writer = self
             .inner()
@@ -982,7 +1014,7 @@ impl Client {
 
     /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in
     /// bounded memory whatever its size (see `brisk.ObjectWriter`).
-    #[pyo3(signature = (bucket, key, *, content_type=None, metadata=None))]
+    #[pyo3(signature = (bucket, key, *, content_type=None, metadata=None, headers=None))]
     fn open_writer(
         &self,
         py: Python<'_>,
@@ -990,10 +1022,15 @@ impl Client {
         key: &str,
         content_type: Option<String>,
         metadata: Metadata,
+        headers: Headers,
     ) -> PyResult<ObjectWriter> {
         let writer = self
             .inner()
-            .object_writer(bucket, key, self.upload_options(content_type, metadata))
+            .object_writer(
+                bucket,
+                key,
+                self.upload_options(content_type, metadata, headers)?,
+            )
             .py_err(py)?;
         Ok(ObjectWriter::new(bucket, key, writer))
     }
@@ -1001,7 +1038,7 @@ impl Client {
     // ----- writes and the rest -----------------------------------------------------------------
 
     /// Stores `data` (any C-contiguous buffer) in one PUT, sent from where it is.
-    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None, metadata=None))]
+    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
@@ -1012,10 +1049,12 @@ impl Client {
         content_type: Option<String>,
         if_none_match: Option<&str>,
         metadata: Metadata,
+        headers: Headers,
     ) -> PyResult<PutResult> {
         let options = put_options(
             content_type,
             metadata,
+            headers,
             if_none_match,
             self.transfer.payload_signing,
         )?;
@@ -1231,7 +1270,7 @@ impl Client {
     }
 
     /// `put` as a coroutine (the data is held until it completes).
-    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None, metadata=None))]
+    #[pyo3(signature = (bucket, key, data, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
     #[allow(clippy::too_many_arguments)]
     fn put_async<'py>(
         &self,
@@ -1242,10 +1281,12 @@ impl Client {
         content_type: Option<String>,
         if_none_match: Option<&str>,
         metadata: Metadata,
+        headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = put_options(
             content_type,
             metadata,
+            headers,
             if_none_match,
             self.transfer.payload_signing,
         )?;
@@ -1360,7 +1401,8 @@ impl Client {
     }
 
     /// `upload` as a coroutine (no progress callback).
-    #[pyo3(signature = (path, bucket, key, *, content_type=None, metadata=None))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (path, bucket, key, *, content_type=None, metadata=None, headers=None))]
     fn upload_async<'py>(
         &self,
         py: Python<'py>,
@@ -1369,9 +1411,10 @@ impl Client {
         key: String,
         content_type: Option<String>,
         metadata: Metadata,
+        headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.upload_options(content_type, metadata);
+        let options = self.upload_options(content_type, metadata, headers)?;
         aio::spawn(
             py,
             async move { client.upload(&bucket, &key, &path, options).await },

@@ -421,3 +421,31 @@ def test_fileobj_progress(client, bucket):
     assert client.download_fileobj(bucket, "p", SlowSink(), progress=lambda d, t: seen.append((d, t))) == len(blob)
     assert seen[-1] == (len(blob), len(blob)) and len(seen) >= 2, seen
     assert all(t == len(blob) for _, t in seen)
+
+
+def test_uploads_store_the_headers_given(client, s3, bucket, tmp_path):
+    headers = {"Cache-Control": "max-age=60", "content-disposition": "attachment", "Content-Language": "en",
+               "Expires": "Wed, 21 Oct 2037 07:28:00 GMT"}
+    path = tmp_path / "h.bin"
+    for size in (100, 12 * MiB):
+        blob = data(size, seed=8)
+        path.write_bytes(blob)
+        client.upload(path, bucket, f"file-{size}", headers=headers)
+        client.upload_fileobj(io.BytesIO(blob), bucket, f"fileobj-{size}", headers=headers)
+        with client.open_writer(bucket, f"writer-{size}", headers=headers) as f:
+            f.write(blob)
+        client.put(bucket, f"put-{size}", blob, headers=headers)
+        for how in ("file", "fileobj", "writer", "put"):
+            key = f"{how}-{size}"
+            head = s3.head_object(Bucket=bucket, Key=key)
+            assert (head["CacheControl"], head["ContentDisposition"], head["ContentLanguage"]) == (
+                "max-age=60", "attachment", "en"), key
+            ours = client.head(bucket, key)
+            assert (ours.cache_control, ours.expires) == ("max-age=60", "Wed, 21 Oct 2037 07:28:00 GMT"), key
+    for bad in ({"Content-Type": "text/plain"}, {"x-amz-meta-a": "1"}, {"Range": "bytes=0-1"}):
+        with pytest.raises(ValueError):
+            client.put(bucket, "refused", b"x", headers=bad)
+        with pytest.raises(ValueError):
+            client.open_writer(bucket, "refused", headers=bad)
+    with pytest.raises(brisk.NoSuchKey):
+        client.head(bucket, "refused")

@@ -304,9 +304,11 @@ class Client:
         progress: _Progress | None = None,
         content_type: str | None = None,
         metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> UploadResult:
         """Upload a file (one PUT, or multipart from pooled blocks with bounded memory), stored
-        with `content_type` and user `metadata` (x-amz-meta-*) if given."""
+        with `content_type`, user `metadata` (x-amz-meta-*) and `headers` (Cache-Control,
+        Content-Disposition, Content-Encoding, Content-Language, Expires) if given."""
     def upload_fileobj(
         self,
         fileobj: _Readable,
@@ -315,6 +317,7 @@ class Client:
         *,
         content_type: str | None = None,
         metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
         progress: Callable[[int, int | None], object] | None = None,
     ) -> UploadResult:
         """Upload everything a binary file object yields, to its end: `readinto()` reads straight
@@ -337,6 +340,7 @@ class Client:
         *,
         content_type: str | None = None,
         metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> ObjectWriter:
         """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`."""
 
@@ -350,6 +354,7 @@ class Client:
         content_type: str | None = None,
         if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> PutResult:
         """Store `data` (any C-contiguous buffer: bytes, bytearray, memoryview, numpy array,
         Buffer) in one PUT, written from where it is (no copy)."""
@@ -409,6 +414,7 @@ class Client:
         content_type: str | None = None,
         if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Awaitable[PutResult]: ...
     def delete_async(self, bucket: str, key: str) -> Awaitable[None]: ...
     def copy_async(
@@ -433,6 +439,7 @@ class Client:
         *,
         content_type: str | None = None,
         metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Awaitable[UploadResult]: ...
 
 def parse_size(text: int | str) -> int:
