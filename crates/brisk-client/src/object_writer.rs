@@ -38,7 +38,7 @@ use crate::request::{check_bucket, check_key};
 use crate::transfer::{
     MAX_PARTS, TransferOptions, UploadResult, check_upload_options, next_finished_part,
 };
-use crate::upload_stream::{StreamPart, stream_part_size};
+use crate::upload_stream::stream_part_size;
 
 /// An object being written; see the [module docs](self).
 #[derive(Debug)]
@@ -63,11 +63,10 @@ pub struct ObjectWriter {
     done: Vec<CompletedPart>,
     /// Why the writer cannot go on, once something failed.
     failure: Option<String>,
-    /// Set while an async call runs: found set at the start of the next call, it means the last
-    /// one was cancelled part way (its future dropped), and what it was doing is lost.
+    /// Set while an async call runs (or a part is taken out): found set at the start of the next
+    /// call, it means the last one was cancelled part way (its future dropped), and what it was
+    /// doing is lost.
     busy: bool,
-    /// Finished or aborted: nothing left for `Drop` to clean up.
-    closed: bool,
 }
 
 impl Client {
@@ -98,7 +97,6 @@ impl Client {
             done: Vec::new(),
             failure: None,
             busy: false,
-            closed: false,
         })
     }
 }
@@ -118,7 +116,7 @@ impl ObjectWriter {
     /// no part with room (before the first byte, or when the part is full). For small writes this
     /// is the whole call; [`write`](Self::write) does the rest.
     pub fn write_buffered(&mut self, data: &[u8]) -> usize {
-        if self.failure.is_some() || self.busy || self.closed {
+        if self.failure.is_some() || self.busy {
             return 0;
         }
         let size = self.part_size();
@@ -172,6 +170,25 @@ impl ObjectWriter {
         self.filled += n;
     }
 
+    /// The part being filled, taken out for a read elsewhere (the blocking pool): its block, the
+    /// bytes already in it, and the part's size. Until [`put_part_back`](Self::put_part_back) the
+    /// writer counts as busy, so a caller that never gives it back (a cancelled future) fails the
+    /// writer rather than losing the part's bytes unnoticed.
+    pub(crate) async fn take_part(&mut self) -> Result<(PooledBlock, usize, usize)> {
+        self.spare().await?;
+        self.busy = true;
+        let block = self.block.take().expect("spare leaves a block with room");
+        Ok((block, self.filled, self.part_size()))
+    }
+
+    /// Gives back the block [`take_part`](Self::take_part) took, with `filled` bytes in it now.
+    pub(crate) fn put_part_back(&mut self, block: PooledBlock, filled: usize) {
+        debug_assert!(filled <= self.part_size());
+        self.block = Some(block);
+        self.filled = filled;
+        self.busy = false;
+    }
+
     /// Gives up the part being filled without returning its block to the pool, and fails the
     /// writer: for a caller that lent the block's memory (from [`spare`](Self::spare)) to code that
     /// may still hold on to it. The block's memory stays mapped, and its share of the budget
@@ -195,16 +212,13 @@ impl ObjectWriter {
             // Best effort: the failure is what the caller needs to see.
             let _ = self.abort_upload().await;
         }
-        self.closed = true;
         finished
     }
 
     /// Gives up: stops the parts in flight and aborts the multipart upload, if one was started.
     /// Nothing is stored.
     pub async fn abort(mut self) -> Result<()> {
-        let aborted = self.abort_upload().await;
-        self.closed = true;
-        aborted
+        self.abort_upload().await
     }
 
     /// Starts an async call: refused if the writer failed or a previous call was cancelled.
@@ -280,20 +294,28 @@ impl ObjectWriter {
             .take()
             .expect("send_part is called with a part being filled");
         let len = self.filled;
-        let part = StreamPart {
-            upload_id: &upload_id,
-            number: self.part_number,
-            block,
-            len,
-            signed: self.signed,
-        };
-        self.client.spawn_stream_part(
-            &mut self.tasks,
-            &self.bucket,
-            &self.key,
-            part,
-            &self.options,
-        );
+        let (client, bucket, key) = (self.client.clone(), self.bucket.clone(), self.key.clone());
+        let (number, signed, checksum) = (self.part_number, self.signed, self.options.checksum);
+        let progress = self.options.progress.clone();
+        self.tasks.spawn(async move {
+            let part = client
+                .upload_part(
+                    &bucket,
+                    &key,
+                    &upload_id,
+                    number,
+                    &block[..len],
+                    signed,
+                    checksum,
+                    None,
+                )
+                .await?;
+            // Counted once the service has the part.
+            if let Some(progress) = progress {
+                progress.add(len as u64);
+            }
+            Ok(part)
+        });
         self.sent += len as u64;
         self.filled = 0;
         self.part_number += 1;
@@ -377,12 +399,10 @@ impl ObjectWriter {
 
 impl Drop for ObjectWriter {
     fn drop(&mut self) {
+        // Finished and aborted writers have no upload left: `complete` and `abort_upload` take it.
         let Some(upload_id) = self.upload_id.take() else {
             return;
         };
-        if self.closed {
-            return;
-        }
         self.tasks.abort_all();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let (client, bucket, key) =

@@ -2,12 +2,12 @@
 //! [`Client::upload_from_read`] from a blocking [`std::io::Read`] (stdin, a pipe, a device);
 //! [`Client::upload_object_stream`] from an object being read (a copy between services).
 //!
-//! The reader is read into pooled blocks one part at a time: an async reader on the runtime, a
-//! blocking one on the blocking pool with the block moved there and back, so its bytes land in the
-//! part straight from the read (tokio's `Stdin` or `File` would read into a buffer of their own
-//! and copy from it). If it ends within the first part, the
-//! object is one PUT from that block; otherwise a multipart upload starts and each full block becomes
-//! a part, with up to `parts_in_flight` parts being sent while the next one is read.
+//! The reader is read straight into the part an [`ObjectWriter`] is filling
+//! ([`ObjectWriter::spare`]): an async reader on the runtime, a blocking one on the blocking pool
+//! with the part's block moved there and back, so its bytes land in the part straight from the
+//! read (tokio's `Stdin` or `File` would read into a buffer of their own and copy from it). The
+//! writer does the rest: one PUT if the stream ends within the first part, otherwise a multipart
+//! upload with up to `parts_in_flight` parts being sent while the next one is read.
 //!
 //! # Part size
 //!
@@ -26,17 +26,14 @@
 //!
 //! A failure of the reader or of any request aborts the multipart upload, so no parts linger.
 
-use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
-use brisk_wire::xml::CompletedPart;
+use brisk_mem::MAX_BLOCK_SIZE;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::task::JoinSet;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::objects::PutOptions;
-use crate::request::{check_bucket, check_key};
+use crate::object_writer::ObjectWriter;
 use crate::stream::ObjectStream;
-use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult, next_finished_part};
+use crate::transfer::{TransferOptions, UploadResult};
 
 /// Parts between doublings of the part size of a stream of unknown length: 1,000. With 5 MiB parts
 /// the size reaches the 8 MiB block limit at part 1,001; a stream never runs out of parts before it
@@ -101,177 +98,18 @@ impl Client {
         &self,
         bucket: &str,
         key: &str,
-        mut reader: Source<'_, R>,
+        mut source: Source<'_, R>,
         options: TransferOptions,
     ) -> Result<UploadResult> {
-        check_bucket(bucket)?;
-        check_key(key)?;
-        crate::transfer::check_upload_options(&options)?;
-        let options = self.with_dialect_checksum(options);
-        let first_size = stream_part_size(options.part_size, 1);
-        let block = self.buffer_pool().get(first_size).await?;
-        let (block, len) = reader.fill(block, first_size).await?;
-        if len < first_size {
-            let put = self
-                .put_with(
-                    bucket,
-                    key,
-                    &block[..len],
-                    &PutOptions {
-                        payload_signing: options.payload_signing,
-                        checksum: options.checksum,
-                        content_type: options.content_type.clone(),
-                        headers: options.headers.clone(),
-                        ..PutOptions::default()
-                    },
-                )
-                .await?;
-            options.count(len as u64);
-            return Ok(UploadResult {
-                etag: put.etag,
-                size: len as u64,
-                parts: 1,
-            });
-        }
-        let upload_id = self.create_multipart_upload(bucket, key, &options).await?;
-        let sent = self
-            .send_stream_parts(bucket, key, &upload_id, &mut reader, block, &options)
-            .await;
-        let completed = match sent {
-            Ok((parts, size)) => {
-                let count = parts.len() as u32;
-                self.complete_multipart_upload(bucket, key, &upload_id, parts, Some(&options))
-                    .await
-                    .map(|etag| (etag, size, count))
-            }
-            Err(e) => Err(e),
-        };
-        match completed {
-            Ok((etag, size, parts)) => Ok(UploadResult {
-                etag: Some(etag),
-                size,
-                parts,
-            }),
+        let mut writer = self.object_writer(bucket, key, options)?;
+        match source.copy_into(&mut writer).await {
+            Ok(()) => writer.finish().await,
             Err(e) => {
-                // Best effort: the upload's failure is what the caller needs to see.
-                let _ = self.abort_multipart_upload(bucket, key, &upload_id).await;
+                // Best effort: the reader's failure is what the caller needs to see.
+                let _ = writer.abort().await;
                 Err(e)
             }
         }
-    }
-
-    /// Sends `first` (a full first part) and every further part the reader yields; returns the
-    /// parts in order and the total size.
-    async fn send_stream_parts<R: AsyncRead + Unpin>(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: &str,
-        reader: &mut Source<'_, R>,
-        first: PooledBlock,
-        options: &TransferOptions,
-    ) -> Result<(Vec<CompletedPart>, u64)> {
-        let signed = self.signs_payload(options.payload_signing);
-        let mut done = Vec::new();
-        let mut tasks: JoinSet<Result<CompletedPart>> = JoinSet::new();
-        let mut next: Option<(PooledBlock, usize)> =
-            Some((first, stream_part_size(options.part_size, 1)));
-        let mut part_number = 1u32;
-        let mut size = 0u64;
-        loop {
-            while tasks.len() < options.parts_in_flight {
-                let Some((block, len)) = next.take() else {
-                    break;
-                };
-                if u64::from(part_number) > MAX_PARTS {
-                    return Err(Error::InvalidArgument {
-                        what: format!(
-                            "the stream is longer than {MAX_PARTS} parts ({size} bytes sent so far); S3 allows {MAX_PARTS} parts"
-                        ),
-                    });
-                }
-                size += len as u64;
-                let part = StreamPart {
-                    upload_id,
-                    number: part_number,
-                    block,
-                    len,
-                    signed,
-                };
-                self.spawn_stream_part(&mut tasks, bucket, key, part, options);
-                part_number += 1;
-                // A part shorter than its size was the last one.
-                let wanted = stream_part_size(options.part_size, part_number);
-                let block = self.buffer_pool().get(wanted).await?;
-                let (block, read) = reader.fill(block, wanted).await?;
-                if read > 0 {
-                    next = Some((block, read));
-                }
-                if read < wanted {
-                    break;
-                }
-            }
-            match next_finished_part(&mut tasks, "upload").await? {
-                Some(part) => done.push(part),
-                None if next.is_none() => break,
-                None => {}
-            }
-        }
-        done.sort_by_key(|p| p.part_number);
-        Ok((done, size))
-    }
-}
-
-/// A full block of a stream, ready to be sent as part `number` of `upload_id`.
-pub(crate) struct StreamPart<'a> {
-    pub upload_id: &'a str,
-    pub number: u32,
-    pub block: PooledBlock,
-    /// The bytes of `block` that are the part.
-    pub len: usize,
-    pub signed: bool,
-}
-
-impl Client {
-    /// Sends `part` on a task of its own in `tasks`, counting its bytes in `options.progress` once
-    /// the server has them.
-    pub(crate) fn spawn_stream_part(
-        &self,
-        tasks: &mut JoinSet<Result<CompletedPart>>,
-        bucket: &str,
-        key: &str,
-        part: StreamPart<'_>,
-        options: &TransferOptions,
-    ) {
-        let (client, bucket, key) = (self.clone(), bucket.to_owned(), key.to_owned());
-        let upload_id = part.upload_id.to_owned();
-        let StreamPart {
-            number,
-            block,
-            len,
-            signed,
-            ..
-        } = part;
-        let checksum = options.checksum;
-        let progress = options.progress.clone();
-        tasks.spawn(async move {
-            let part = client
-                .upload_part(
-                    &bucket,
-                    &key,
-                    &upload_id,
-                    number,
-                    &block[..len],
-                    signed,
-                    checksum,
-                    None,
-                )
-                .await?;
-            if let Some(progress) = progress {
-                progress.add(len as u64);
-            }
-            Ok(part)
-        });
     }
 }
 
@@ -286,74 +124,79 @@ enum Source<'r, R> {
 }
 
 impl<R: AsyncRead + Unpin> Source<'_, R> {
-    /// Reads into `block` until `len` bytes or the end of the stream; returns the block and how
-    /// many bytes it holds.
-    async fn fill(&mut self, mut block: PooledBlock, len: usize) -> Result<(PooledBlock, usize)> {
-        let failed = |filled: usize, source| Error::File {
-            what: format!("reading the upload stream after {filled} bytes of a part"),
+    /// Reads everything to the end of the stream into `writer`'s parts, straight into each.
+    async fn copy_into(&mut self, writer: &mut ObjectWriter) -> Result<()> {
+        let failed = |written: u64, source| Error::File {
+            what: format!("reading the upload stream after {written} bytes"),
             source,
         };
-        match self {
-            Self::Async(reader) => {
-                let mut filled = 0;
-                while filled < len {
+        loop {
+            let written = writer.written();
+            let ended = match self {
+                Self::Async(reader) => {
                     let n = reader
-                        .read(&mut block[filled..len])
+                        .read(writer.spare().await?)
                         .await
-                        .map_err(|e| failed(filled, e))?;
-                    if n == 0 {
-                        break;
-                    }
-                    filled += n;
+                        .map_err(|e| failed(written, e))?;
+                    writer.advance(n);
+                    n == 0
                 }
-                Ok((block, filled))
-            }
-            Self::Object(stream) => {
-                let mut filled = 0;
-                while filled < len {
-                    let n = stream.read(&mut block[filled..len]).await?;
-                    if n == 0 {
-                        break;
-                    }
-                    filled += n;
+                Self::Object(stream) => {
+                    let n = stream.read(writer.spare().await?).await?;
+                    writer.advance(n);
+                    n == 0
                 }
-                Ok((block, filled))
-            }
-            Self::Blocking(slot) => {
-                let mut reader = slot.take().ok_or_else(|| Error::UnexpectedResponse {
-                    what: "the upload stream's reader was lost by a failed read".into(),
-                })?;
-                let (reader, block, read) = tokio::task::spawn_blocking(move || {
-                    let mut filled = 0;
-                    let read = loop {
-                        if filled == len {
-                            break Ok(filled);
-                        }
-                        match reader.read(&mut block[filled..len]) {
-                            Ok(0) => break Ok(filled),
-                            Ok(n) => filled += n,
-                            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                            Err(e) => break Err((filled, e)),
-                        }
-                    };
-                    (reader, block, read)
-                })
-                .await
-                .map_err(|e| Error::UnexpectedResponse {
-                    what: format!("upload stream read task failed: {e}"),
-                })?;
-                *slot = Some(reader);
-                let filled = read.map_err(|(filled, e)| failed(filled, e))?;
-                Ok((block, filled))
+                Self::Blocking(slot) => {
+                    let reader = slot.take().ok_or_else(|| Error::UnexpectedResponse {
+                        what: "the upload stream's reader was lost by a failed read".into(),
+                    })?;
+                    let (reader, ended) = fill_on_blocking_pool(reader, writer).await?;
+                    *slot = Some(reader);
+                    ended.map_err(|e| failed(written, e))?
+                }
+            };
+            if ended {
+                return Ok(());
             }
         }
     }
 }
 
+/// Fills the rest of `writer`'s part from a blocking reader on the blocking pool, the part's block
+/// moved there and back; returns the reader and whether the stream ended (a reader is not read
+/// again after it said so: a terminal would wait for a second end of file), or the read's error.
+async fn fill_on_blocking_pool(
+    mut reader: Box<dyn std::io::Read + Send>,
+    writer: &mut ObjectWriter,
+) -> Result<(Box<dyn std::io::Read + Send>, std::io::Result<bool>)> {
+    let (mut block, start, end) = writer.take_part().await?;
+    let (reader, block, filled, read) = tokio::task::spawn_blocking(move || {
+        let mut filled = start;
+        let read = loop {
+            if filled == end {
+                break Ok(false);
+            }
+            match reader.read(&mut block[filled..end]) {
+                Ok(0) => break Ok(true),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        (reader, block, filled, read)
+    })
+    .await
+    .map_err(|e| Error::UnexpectedResponse {
+        what: format!("upload stream read task failed: {e}"),
+    })?;
+    writer.put_part_back(block, filled);
+    Ok((reader, read))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::{DEFAULT_PART_SIZE, MIN_PART_SIZE};
+    use crate::transfer::{DEFAULT_PART_SIZE, MAX_PARTS, MIN_PART_SIZE};
 
     #[test]
     fn part_size_grows_to_the_block_limit() {
