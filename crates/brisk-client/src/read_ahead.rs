@@ -53,7 +53,6 @@ pub struct ReadAhead {
     pending: VecDeque<JoinHandle<Result<(PooledBlock, usize)>>>,
     /// The stored full-object checksum, and the running one over the blocks handed out.
     checksum: Option<(ChecksumValue, Checksummer)>,
-    handed_out: u64,
 }
 
 impl Client {
@@ -89,7 +88,6 @@ impl Client {
             next_offset: 0,
             pending: VecDeque::new(),
             checksum,
-            handed_out: 0,
         };
         reader.start_ranges();
         Ok(reader)
@@ -115,7 +113,6 @@ impl ReadAhead {
         if let Some((_, summer)) = &mut self.checksum {
             summer.update(&block[..len]);
         }
-        self.handed_out += len as u64;
         Ok(Some((block, len)))
     }
 
@@ -160,20 +157,14 @@ impl ReadAhead {
 
     /// After the last block: the whole object's checksum, if it has one stored.
     fn finish(&mut self) -> Result<()> {
-        let Some((expected, summer)) = self.checksum.take() else {
-            return Ok(());
-        };
-        let computed = summer.finalize();
-        if computed == expected {
-            Ok(())
-        } else {
-            Err(Error::ChecksumMismatch {
-                bucket: self.bucket.clone(),
-                key: self.key.clone(),
-                algorithm: expected.algorithm().s3_name(),
-                expected: expected.to_base64(),
-                computed: computed.to_base64(),
-            })
+        match self.checksum.take() {
+            Some((expected, summer)) => crate::integrity::checksum_matches(
+                &self.bucket,
+                &self.key,
+                &expected,
+                summer.finalize(),
+            ),
+            None => Ok(()),
         }
     }
 }

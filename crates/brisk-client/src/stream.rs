@@ -257,20 +257,12 @@ impl ObjectStream {
         }
         match self.checksum.take() {
             // The bytes have gone to the caller: compare the value computed as they passed.
-            Some((expected, summer)) => {
-                let computed = summer.finalize();
-                if computed == expected {
-                    Ok(())
-                } else {
-                    Err(Error::ChecksumMismatch {
-                        bucket: self.bucket.clone(),
-                        key: self.key.clone(),
-                        algorithm: expected.algorithm().s3_name(),
-                        expected: expected.to_base64(),
-                        computed: computed.to_base64(),
-                    })
-                }
-            }
+            Some((expected, summer)) => crate::integrity::checksum_matches(
+                &self.bucket,
+                &self.key,
+                &expected,
+                summer.finalize(),
+            ),
             None => Ok(()),
         }
     }
