@@ -30,14 +30,11 @@ use pyo3::types::{PyDict, PyList};
 use crate::aio;
 use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
+use crate::progress::Progress;
 use crate::reader::ObjectReader;
 use crate::runtime::{spawn_wait, wait};
 use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
 use crate::writer::ObjectWriter;
-
-/// How often a progress callback is called at most: every 100 ms (the runtime's tick), and once
-/// more at the end.
-pub const PROGRESS_INTERVAL: Duration = crate::runtime::TICK;
 
 /// An S3 client with a memory budget.
 #[pyclass(module = "brisk", frozen)]
@@ -524,33 +521,6 @@ fn put_result(r: brisk_client::PutResult) -> PutResult {
     }
 }
 
-/// Calls `progress(done, total)` when `done` moved since the last call.
-struct ProgressReporter {
-    callback: Py<PyAny>,
-    counter: TransferProgress,
-    total: u64,
-    last: Option<u64>,
-}
-
-impl ProgressReporter {
-    fn report(&mut self, py: Python<'_>) -> PyResult<()> {
-        let done = self.counter.bytes().min(self.total);
-        if self.last != Some(done) {
-            self.last = Some(done);
-            self.callback.bind(py).call1((done, self.total))?;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, py: Python<'_>) -> PyResult<()> {
-        if self.last != Some(self.total) {
-            self.last = Some(self.total);
-            self.callback.bind(py).call1((self.total, self.total))?;
-        }
-        Ok(())
-    }
-}
-
 #[pymethods]
 impl Client {
     #[new]
@@ -897,16 +867,10 @@ impl Client {
         };
         let counter = TransferProgress::new();
         let options = self.download_options(Some(counter.clone()), size);
-        let mut reporter = ProgressReporter {
-            callback,
-            counter,
-            total,
-            last: None,
-        };
+        let mut progress = Progress::new(Some(callback), Some(total));
         let job = async move { client.download(&bucket, &key, &path, options).await };
-        let size = spawn_wait(py, job, |py| reporter.report(py))?.py_err(py)?;
-        reporter.total = size;
-        reporter.finish(py)?;
+        let size = spawn_wait(py, job, |py| progress.report(py, counter.bytes()))?.py_err(py)?;
+        progress.finish(py, size)?;
         Ok(size)
     }
 
@@ -930,22 +894,11 @@ impl Client {
             progress: Some(counter.clone()),
             ..self.upload_options(content_type, metadata, headers)?
         };
-        let mut reporter = progress.map(|callback| ProgressReporter {
-            callback,
-            counter,
-            total: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
-            last: None,
-        });
+        let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let mut progress = Progress::new(progress, Some(total));
         let job = async move { client.upload(&bucket, &key, &path, options).await };
-        let result = spawn_wait(py, job, |py| match reporter.as_mut() {
-            Some(r) => r.report(py),
-            None => Ok(()),
-        })?
-        .py_err(py)?;
-        if let Some(r) = reporter.as_mut() {
-            r.total = result.size;
-            r.finish(py)?;
-        }
+        let result = spawn_wait(py, job, |py| progress.report(py, counter.bytes()))?.py_err(py)?;
+        progress.finish(py, result.size)?;
         Ok(result.into())
     }
 
@@ -978,7 +931,7 @@ impl Client {
             .inner()
             .object_writer(bucket, key, options)
             .py_err(py)?;
-        let progress = crate::fileobj::StreamProgress::new(progress, None);
+        let progress = Progress::new(progress, None);
         Ok(crate::fileobj::upload_fileobj(py, fileobj, writer, &sent, progress)?.into())
     }
 

@@ -11,69 +11,17 @@
 //!   connection carries far less than a link with a round trip. A stored full-object checksum is
 //!   checked as the object ends: a mismatch raises after the bytes were written, as for any stream.
 
-use std::time::Instant;
-
 use brisk_client::{ObjectWriter, TransferProgress};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use crate::buffer::{Buffer, ReadableBuffer, read_into_part};
-use crate::client::PROGRESS_INTERVAL;
 use crate::errors::IntoPyResult;
+use crate::progress::Progress;
 use crate::runtime::wait;
 
 /// Bytes asked of a file object's `read` at a time (one with no `readinto`): 4 MiB.
 pub const READ_SIZE: usize = 4 * 1024 * 1024;
-
-/// Calls a caller's `progress(done, total)` from the calling thread at most every
-/// [`PROGRESS_INTERVAL`] while a stream moves, and once at the end with the final count. `total` is
-/// None while it is not known (an upload from a stream), and the final count at the end.
-#[derive(Debug)]
-pub struct StreamProgress {
-    callback: Option<Py<PyAny>>,
-    total: Option<u64>,
-    last_call: Instant,
-    last_done: Option<u64>,
-}
-
-impl StreamProgress {
-    pub fn new(callback: Option<Py<PyAny>>, total: Option<u64>) -> Self {
-        Self {
-            callback,
-            total,
-            last_call: Instant::now(),
-            last_done: None,
-        }
-    }
-
-    /// Reports `done` if the interval has passed and it moved.
-    fn tick(&mut self, py: Python<'_>, done: u64) -> PyResult<()> {
-        if self.callback.is_some()
-            && self.last_done != Some(done)
-            && self.last_call.elapsed() >= PROGRESS_INTERVAL
-        {
-            self.call(py, done, self.total)?;
-        }
-        Ok(())
-    }
-
-    /// The final report: `done` of `done` unless the total was known.
-    fn finish(&mut self, py: Python<'_>, done: u64) -> PyResult<()> {
-        if self.callback.is_some() && self.last_done != Some(done) {
-            self.call(py, done, Some(self.total.unwrap_or(done)))?;
-        }
-        Ok(())
-    }
-
-    fn call(&mut self, py: Python<'_>, done: u64, total: Option<u64>) -> PyResult<()> {
-        self.last_done = Some(done);
-        self.last_call = Instant::now();
-        match &self.callback {
-            Some(callback) => callback.bind(py).call1((done, total)).map(|_| ()),
-            None => Ok(()),
-        }
-    }
-}
 
 /// Everything `fileobj` yields (to its end) into `writer`, which is then finished; a failure
 /// anywhere aborts the upload. `sent` counts the bytes of the parts the service has, which
@@ -83,7 +31,7 @@ pub fn upload_fileobj(
     fileobj: &Bound<'_, PyAny>,
     mut writer: ObjectWriter,
     sent: &TransferProgress,
-    mut progress: StreamProgress,
+    mut progress: Progress,
 ) -> PyResult<brisk_client::UploadResult> {
     let copied = if fileobj.hasattr("readinto")? {
         loop {
@@ -120,7 +68,7 @@ fn copy_reads(
     fileobj: &Bound<'_, PyAny>,
     writer: &mut ObjectWriter,
     sent: &TransferProgress,
-    progress: &mut StreamProgress,
+    progress: &mut Progress,
 ) -> PyResult<()> {
     loop {
         let data = fileobj.call_method1("read", (READ_SIZE,))?;
@@ -165,7 +113,7 @@ pub fn download_fileobj(
     // A HEAD, then ranged GETs of a part each, `parts_in_flight` ahead of this thread, pinned to
     // the HEAD's ETag; the blocks come back in order (`Client::read_ahead`).
     let mut reader = wait(py, client.read_ahead(&bucket, &key, &options))?.py_err(py)?;
-    let mut progress = StreamProgress::new(progress, Some(reader.content_length()));
+    let mut progress = Progress::new(progress, Some(reader.content_length()));
     let mut size = 0u64;
     while let Some((block, len)) = wait(py, reader.next_block())?.py_err(py)? {
         let buffer = Bound::new(py, Buffer::block(block, len))?;

@@ -18,6 +18,7 @@ pub mod buffer;
 pub mod client;
 pub mod errors;
 pub mod fileobj;
+pub mod progress;
 pub mod reader;
 pub mod runtime;
 pub mod types;
