@@ -2,7 +2,8 @@
 //! order, for destinations that take bytes only in order (a pipe, a Python file object).
 //!
 //! One GET is one TCP connection, and on a real network one connection carries far less than the
-//! link: its window over the round trip (S3 serves one connection at about 100 MB/s). A file can be
+//! link: its window over the round trip (AWS's performance guidelines for S3 ask for parallel
+//! connections for this reason; not measured here against S3). A file can be
 //! written at offsets as ranges land ([`Client::download`]); a stream cannot, so here up to
 //! `parts_in_flight` ranges of `part_size` are read ahead, each into a pooled block of its own, and
 //! the blocks are handed out in order. Through a 2 ms round trip Python's `download_fileobj` read
