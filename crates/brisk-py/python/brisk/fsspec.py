@@ -1,5 +1,14 @@
-"""`brisk://bucket/key` for fsspec (and so pandas, pyarrow, dask): brisk's client behind fsspec's
-`AbstractFileSystem`.
+"""`brisk://bucket/key` for fsspec (and so pandas, pyarrow, dask, duckdb, polars, zarr): brisk's
+client behind fsspec's `AsyncFileSystem`, checked by fsspec's own conformance suite
+(`fsspec.tests.abstract`, in `tests/test_fsspec_abstract.py`).
+
+The filesystem is asynchronous as s3fs's is: each `_name` coroutine (`_cat_file`, `_cat_ranges`,
+`_info`, `_ls`, `_find`, `_get_file`, `_put_file`, `_pipe_file`, `_rm`, ...) awaits the client's
+`*_async` call on brisk's runtime, so async callers (zarr, kerchunk, fsspec's own bulk `get`, `put`,
+`cat` and `copy`, which gather many of them) need no thread per call. The data path's sync methods
+(`cat_file`, `cat_ranges`, `get_file`, `put_file`, `pipe_file` and files from `open`) call the
+client directly, releasing the GIL, instead of hopping to fsspec's event-loop thread and back; the
+rest reach the coroutines through fsspec's loop as s3fs's do.
 
 What differs from s3fs, and why:
 
@@ -15,26 +24,30 @@ What differs from s3fs, and why:
   from Python), so memory stays within the client's parts in flight whatever the size, with no
   temporary file. An exception in the `with` block that wrote the file aborts the upload: nothing is
   stored, where fsspec's base class would store what was written up to the exception.
+- Exclusive creation (`open(path, "xb")`, `pipe_file(..., mode="create")`, `put_file(...,
+  mode="create")`) is checked up front and again, atomically, by the server (`If-None-Match: *` on
+  the PUT or on the multipart upload's completion); either way it raises `FileExistsError`.
+- Appending (`mode="ab"`) and object versions (`version_aware=True`) are refused with a clear error:
+  S3 objects cannot be appended to, and brisk does not address versions.
 """
 
 from __future__ import annotations
 
 import mimetypes
 import os
+import re
 from typing import Any
 
+from fsspec.asyn import AsyncFileSystem, get_loop
 from fsspec.callbacks import NoOpCallback
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.spec import AbstractBufferedFile
 
 import brisk
 
 DEFAULT_BLOCK_SIZE = 1024 * 1024
 
-
-def _split(path: str) -> tuple[str, str]:
-    path = path.strip("/")
-    bucket, _, key = path.partition("/")
-    return bucket, key
+# Keys a single DeleteObjects request takes (S3's limit); `Client.delete_many` batches by it too.
+DELETE_BATCH = 1000
 
 
 def _progress_of(callback):
@@ -50,12 +63,86 @@ def _progress_of(callback):
     return progress
 
 
-class BriskFileSystem(AbstractFileSystem):
+def _report_done(callback, size: int) -> None:
+    """Tells an fsspec callback that a transfer of `size` bytes finished (the async transfers have
+    no progress of their own)."""
+    if callback is not None and not isinstance(callback, NoOpCallback):
+        callback.set_size(size)
+        callback.absolute_update(size)
+
+
+def _compat(client, name):  # TEMPORARY until the binding has every *_async
+    fn = getattr(client, name + "_async", None)
+    if fn is not None:
+        return fn
+    import asyncio
+    import functools
+
+    async def run(*args, **kwargs):
+        return await asyncio.get_running_loop().run_in_executor(
+            None, functools.partial(getattr(client, name), *args, **kwargs))
+    return run
+
+
+def _exists_error(path: str, error: Exception | None = None) -> FileExistsError:
+    e = FileExistsError(f"{path} exists and the write asked for exclusive creation")
+    e.__cause__ = error
+    return e
+
+
+def _if_none_match(mode: str) -> str | None:
+    if mode == "create":
+        return "*"
+    if mode == "overwrite":
+        return None
+    raise ValueError(f"mode must be 'overwrite' or 'create', not {mode!r}")
+
+
+def _file_entry(name: str, size: int, etag, last_modified, **more: Any) -> dict[str, Any]:
+    """An fsspec info dict for an object, with s3fs's extra keys (`Key`, `Size`, `ETag`,
+    `LastModified`) so that code written against s3fs finds them."""
+    return {"name": name, "size": size, "type": "file", "Key": name, "Size": size, "ETag": etag,
+            "LastModified": last_modified, **more}
+
+
+def _dir_entry(name: str) -> dict[str, Any]:
+    return {"name": name, "size": 0, "type": "directory", "Key": name, "Size": 0,
+            "StorageClass": "DIRECTORY"}
+
+
+def _range_of(start: int | None, end: int | None, size: int | None) -> tuple[int, int]:
+    """`[start, end)` with negative values counted from `size` and clamped at 0; `end` None means
+    the end of the object (`size` must be known when `_needs_size` says so)."""
+    if start is not None and start < 0:
+        start = max(0, size + start)
+    if end is None:
+        end = size
+    elif end < 0:
+        end = max(0, size + end)
+    return start or 0, end
+
+
+def _needs_size(start: int | None, end: int | None) -> bool:
+    """Whether a range needs the object's size first: an open end, or an offset from the end (a
+    range is read into a buffer of exactly its length, so the length must be known)."""
+    return end is None or end < 0 or (start is not None and start < 0)
+
+
+class BriskFileSystem(AsyncFileSystem):
     """fsspec filesystem over `brisk.Client`. Credentials and endpoint come from the arguments, else
-    the AWS environment and profiles (as `brisk.Client` reads them)."""
+    the AWS environment and profiles (as `brisk.Client` reads them).
+
+    s3fs's names are accepted where they mean the same: `key`, `secret`, `token`, `anon`,
+    `endpoint_url` (also inside `client_kwargs`, with `region_name`), `use_listings_cache`,
+    `listings_expiry_time`, `max_paths`, `version_aware` (refused when true). `azure=True` (or any
+    `azure_*` client argument in `client_kwargs`) makes it a filesystem over Azure Blob Storage,
+    containers for buckets; the `brisk+az://` protocol is the same with `azure=True` implied.
+    Other `client_kwargs` go to `brisk.Client` (`max_connections`, `part_size`, ...)."""
 
     protocol = ("brisk",)
     root_marker = ""
+    async_impl = True
+    mirror_sync_methods = True
 
     def __init__(
         self,
@@ -64,47 +151,83 @@ class BriskFileSystem(AbstractFileSystem):
         key: str | None = None,
         secret: str | None = None,
         token: str | None = None,
+        anon: bool = False,
         region: str | None = None,
         max_memory: int | str | None = None,
         block_size: int = DEFAULT_BLOCK_SIZE,
+        azure: bool = False,
+        version_aware: bool = False,
         client_kwargs: dict[str, Any] | None = None,
+        asynchronous: bool = False,
+        loop=None,
+        batch_size: int | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.client = brisk.Client(
-            endpoint_url,
-            access_key_id=key,
-            secret_access_key=secret,
-            session_token=token,
-            region=region,
-            max_memory=max_memory,
-            **(client_kwargs or {}),
-        )
+        if version_aware:
+            raise NotImplementedError(
+                "version_aware=True: brisk:// does not address object versions (each path is the "
+                "object's current version); use s3fs for versioned buckets")
+        client_kwargs = dict(client_kwargs or {})
+        endpoint_url = endpoint_url or client_kwargs.pop("endpoint_url", None)
+        region = region or client_kwargs.pop("region_name", None)
+        super().__init__(asynchronous=asynchronous, loop=loop, batch_size=batch_size, **kwargs)
+        azure = azure or self._azure_protocol
+        if azure:
+            if key or secret or token or region:
+                raise ValueError("key, secret, token and region are S3 settings; an Azure filesystem "
+                                 "takes azure_connection_string, azure_account, azure_key or "
+                                 "azure_sas_token in client_kwargs (or the AZURE_STORAGE_* variables)")
+            self.client = brisk.Client(endpoint_url, max_memory=max_memory, azure=True, **client_kwargs)
+        else:
+            self.client = brisk.Client(
+                endpoint_url,
+                access_key_id=key,
+                secret_access_key=secret,
+                session_token=token,
+                anonymous=anon,
+                region=region,
+                max_memory=max_memory,
+                **client_kwargs,
+            )
         self.block_size = block_size
 
-    @classmethod
-    def _strip_protocol(cls, path: str) -> str:
-        if isinstance(path, list):
-            return [cls._strip_protocol(p) for p in path]
-        path = str(path)
-        if path.startswith("brisk://"):
-            path = path[len("brisk://") :]
-        return path.rstrip("/")
+    _azure_protocol = False
 
-    # ----- reads -----------------------------------------------------------------------------
+    @property
+    def loop(self):
+        """fsspec's event-loop thread; after `fork()` (DataLoader and Dask workers) the child's
+        own, where fsspec's base class refuses to go on ("not fork-safe")."""
+        if self._pid != os.getpid():
+            self._loop = get_loop()
+            self._pid = os.getpid()
+        return self._loop
+
+    # ----- paths -------------------------------------------------------------------------------
+
+    def split_path(self, path: str) -> tuple[str, str]:
+        """`(bucket, key)` of a path with or without the protocol; the key may be empty."""
+        path = self._strip_protocol(path)
+        bucket, _, key = path.partition("/")
+        return bucket, key
+
+    def _object(self, path: str) -> tuple[str, str]:
+        """`(bucket, key)` of a path that must name an object."""
+        bucket, key = self.split_path(path)
+        if not bucket:
+            raise ValueError(f"brisk:// path without a bucket: {path!r}")
+        if not key:
+            raise IsADirectoryError(f"{path!r} is a bucket, not an object")
+        return bucket, key
+
+    # ----- reads -------------------------------------------------------------------------------
 
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
         """The object's bytes, or `[start, end)` of them (negative values count from the end)."""
-        bucket, key = _split(self._strip_protocol(path))
+        bucket, key = self._object(path)
         if start is None and end is None:
             return bytes(self.client.get(bucket, key))
-        if (start is not None and start < 0) or (end is not None and end < 0):
-            size = self.client.head(bucket, key).size
-            start = size + start if start is not None and start < 0 else start
-            end = size + end if end is not None and end < 0 else end
-        start = start or 0
-        if end is None:
-            end = self.client.head(bucket, key).size
+        size = self.client.head(bucket, key).size if _needs_size(start, end) else None
+        start, end = _range_of(start, end, size)
         if end <= start:
             return b""
         try:
@@ -112,167 +235,521 @@ class BriskFileSystem(AbstractFileSystem):
         except brisk.InvalidRange:
             return b""
 
+    async def _cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
+        bucket, key = self._object(path)
+        if start is None and end is None:
+            return bytes(await self.client.get_async(bucket, key))
+        size = (await self.client.head_async(bucket, key)).size if _needs_size(start, end) else None
+        start, end = _range_of(start, end, size)
+        if end <= start:
+            return b""
+        try:
+            return bytes(await self.client.get_range_async(bucket, key, start, end - start))
+        except brisk.InvalidRange:
+            return b""
+
+    def _plan_ranges(self, paths, starts, ends):
+        """Groups the ranges by bucket for one `get_ranges` batch each; ranges that need the
+        object's size first (an open end or negative offsets) are left to `cat_file`."""
+        if not isinstance(paths, list):
+            raise TypeError("paths must be a list")
+        n = len(paths)
+        starts = starts if isinstance(starts, list) else [starts] * n
+        ends = ends if isinstance(ends, list) else [ends] * n
+        if not (len(starts) == len(ends) == n):
+            raise ValueError("paths, starts and ends must have the same length")
+        results: list[Any] = [None] * n
+        batches: dict[str, tuple[list[str], list[int], list[int], list[int]]] = {}
+        single: list[int] = []
+        for i, path in enumerate(paths):
+            start, end = starts[i], ends[i]
+            if _needs_size(start, end):
+                single.append(i)
+                continue
+            start = start or 0
+            if end <= start:
+                results[i] = b""
+                continue
+            bucket, key = self._object(path)
+            keys, offsets, lengths, index = batches.setdefault(bucket, ([], [], [], []))
+            keys.append(key)
+            offsets.append(start)
+            lengths.append(end - start)
+            index.append(i)
+        return results, batches, single, starts, ends
+
+    @staticmethod
+    def _settle_batch(results, index, bufs, errors, on_error) -> None:
+        for j, i in enumerate(index):
+            err = errors.get(j)
+            if err is None:
+                results[i] = bytes(bufs[j])
+            elif isinstance(err, brisk.InvalidRange):
+                results[i] = b""
+            elif on_error == "return":
+                results[i] = err
+            else:
+                raise err
+
     def cat_ranges(self, paths, starts, ends, max_gap=None, on_error="return", **kwargs):
         """Many ranges, one `get_ranges` batch per bucket; with `on_error="return"` a failed range's
         exception takes its place in the result."""
-        if not (len(paths) == len(starts) == len(ends)):
-            raise ValueError("paths, starts and ends must have the same length")
-        results: list[Any] = [None] * len(paths)
-        by_bucket: dict[str, list[int]] = {}
-        for i, p in enumerate(paths):
-            by_bucket.setdefault(_split(self._strip_protocol(p))[0], []).append(i)
-        for bucket, indices in by_bucket.items():
-            keys, offsets, lengths, batch = [], [], [], []
-            for i in indices:
-                start, end = starts[i] or 0, ends[i]
-                key = _split(self._strip_protocol(paths[i]))[1]
-                if end is None or start < 0 or end < 0:
-                    try:
-                        results[i] = self.cat_file(paths[i], start, end)
-                    except Exception as e:
-                        if on_error != "return":
-                            raise
-                        results[i] = e
-                    continue
-                if end <= start:
-                    results[i] = b""
-                    continue
-                keys.append(key)
-                offsets.append(start)
-                lengths.append(end - start)
-                batch.append(i)
-            if not batch:
-                continue
+        results, batches, single, starts, ends = self._plan_ranges(paths, starts, ends)
+        for i in single:
             try:
-                bufs = self.client.get_ranges(bucket, keys, offsets, lengths)
-                errors: dict[int, Exception] = {}
+                results[i] = self.cat_file(paths[i], starts[i], ends[i])
+            except Exception as e:
+                if on_error != "return":
+                    raise
+                results[i] = e
+        for bucket, (keys, offsets, lengths, index) in batches.items():
+            try:
+                bufs, errors = self.client.get_ranges(bucket, keys, offsets, lengths), {}
             except brisk.RangeErrors as e:
                 bufs, errors = e.results, e.errors
-            for j, i in enumerate(batch):
-                if j in errors:
-                    err = errors[j]
-                    if isinstance(err, brisk.InvalidRange):
-                        results[i] = b""
-                    elif on_error == "return":
-                        results[i] = err
-                    else:
-                        raise err
-                else:
-                    results[i] = bytes(bufs[j])
+            self._settle_batch(results, index, bufs, errors, on_error)
         return results
 
+    async def _cat_ranges(self, paths, starts, ends, max_gap=None, batch_size=None, on_error="return", **kwargs):
+        results, batches, single, starts, ends = self._plan_ranges(paths, starts, ends)
+        for i in single:
+            try:
+                results[i] = await self._cat_file(paths[i], starts[i], ends[i])
+            except Exception as e:
+                if on_error != "return":
+                    raise
+                results[i] = e
+        for bucket, (keys, offsets, lengths, index) in batches.items():
+            try:
+                bufs, errors = await self.client.get_ranges_async(bucket, keys, offsets, lengths), {}
+            except brisk.RangeErrors as e:
+                bufs, errors = e.results, e.errors
+            self._settle_batch(results, index, bufs, errors, on_error)
+        return results
+
+    def get_file(self, rpath, lpath, callback=None, outfile=None, **kwargs: Any) -> None:
+        """Downloads to a file (its directory created if missing); a directory makes a local
+        directory. fsspec's `callback` sees the bytes written."""
+        if self._is_known_dir(rpath):
+            os.makedirs(lpath, exist_ok=True)
+            return
+        bucket, key = self._object(rpath)
+        if os.path.isdir(lpath):
+            return
+        parent = os.path.dirname(os.path.abspath(lpath))
+        os.makedirs(parent, exist_ok=True)
+        try:
+            self.client.download(bucket, key, lpath, progress=_progress_of(callback),
+                                 size=self._known_size(rpath))
+        except FileNotFoundError:
+            if self.isdir(rpath):
+                os.makedirs(lpath, exist_ok=True)
+                return
+            raise
+
+    async def _get_file(self, rpath, lpath, callback=None, **kwargs: Any) -> None:
+        if self._is_known_dir(rpath):
+            os.makedirs(lpath, exist_ok=True)
+            return
+        bucket, key = self._object(rpath)
+        if os.path.isdir(lpath):
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(lpath)), exist_ok=True)
+        try:
+            size = await self.client.download_async(bucket, key, lpath, size=self._known_size(rpath))
+        except FileNotFoundError:
+            if await self._isdir(rpath):
+                os.makedirs(lpath, exist_ok=True)
+                return
+            raise
+        _report_done(callback, size)
+
     def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None, **kwargs):
+        if "a" in mode:
+            raise NotImplementedError(
+                f"mode {mode!r}: S3 objects cannot be appended to; read the object and write it "
+                "anew (open(path, 'wb')), or write the new part under a key of its own")
+        if "x" in mode and self.exists(path):
+            raise _exists_error(path)
         return BriskFile(self, path, mode, block_size=block_size or self.block_size,
-                         cache_options=cache_options, **kwargs)
+                         autocommit=autocommit, cache_options=cache_options, **kwargs)
 
     # ----- metadata ----------------------------------------------------------------------------
 
-    def ls(self, path: str, detail: bool = True, **kwargs: Any):
+    def _cached_entry(self, path: str) -> dict[str, Any] | None | bool:
+        """What the listing cache says of `path`: its entry, False when its directory is cached
+        and does not hold it, None when the cache does not know."""
+        parent = self._parent(path)
+        try:
+            listing = self.dircache[parent]
+        except KeyError:
+            return None
+        for entry in listing:
+            if entry["name"] == path:
+                return entry
+        return False
+
+    def _is_known_dir(self, path: str) -> bool:
+        path = self._strip_protocol(path)
+        if path in self.dircache:
+            return True
+        entry = self._cached_entry(path)
+        return bool(entry) and entry["type"] == "directory"
+
+    def _known_size(self, path: str) -> int | None:
+        entry = self._cached_entry(self._strip_protocol(path))
+        return entry["size"] if entry and entry["type"] == "file" else None
+
+    def _entries(self, bucket: str, entries) -> list[dict[str, Any]]:
+        out = []
+        for e in entries:
+            name = f"{bucket}/{e.key}".rstrip("/")
+            if e.is_prefix:
+                out.append(_dir_entry(name))
+            else:
+                out.append(_file_entry(name, e.size, e.etag, e.last_modified, StorageClass=e.storage_class))
+        return out
+
+    async def _lsdir(self, path: str, refresh: bool = False) -> list[dict[str, Any]]:
+        """The entries right below `path` (a bucket or a prefix), from one listing with the
+        delimiter `/`, kept in the listing cache. A key ending in `/` that equals the prefix (a
+        "folder" marker other tools create) is not an entry of its own directory."""
+        path = self._strip_protocol(path)
+        if not refresh and path in self.dircache:
+            return self.dircache[path]
+        bucket, key = self.split_path(path)
+        prefix = key + "/" if key else None
+        entries = [e for e in await self.client.list_async(bucket, prefix, delimiter="/")
+                   if e.key != prefix]
+        listing = self._entries(bucket, entries)
+        if listing:
+            self.dircache[path] = listing
+        return listing
+
+    async def _ls(self, path: str, detail: bool = True, refresh: bool = False, **kwargs: Any):
         path = self._strip_protocol(path)
         if not path:
-            entries = [{"name": b, "size": 0, "type": "directory"} for b in self.client.list_buckets()]
+            entries = [_dir_entry(b) for b in await self._buckets()]
         else:
-            bucket, key = _split(path)
-            prefix = key + "/" if key else ""
-            entries = []
-            for e in self.client.list(bucket, prefix or None, delimiter="/"):
-                name = f"{bucket}/{e.key}".rstrip("/")
-                if e.is_prefix:
-                    entries.append({"name": name, "size": 0, "type": "directory"})
+            entries = await self._lsdir(path, refresh=refresh)
+            if not entries:
+                bucket, key = self.split_path(path)
+                if key:
+                    info = await self._info(path)  # FileNotFoundError when nothing is there
+                    entries = [info] if info["type"] == "file" else []
                 else:
-                    entries.append({"name": name, "size": e.size, "type": "file", "ETag": e.etag,
-                                    "LastModified": e.last_modified})
-            if not entries and key:
-                info = self.info(path)
-                if info["type"] == "file":
-                    entries = [info]
+                    await self._bucket_exists_or_raise(bucket)
         return entries if detail else [e["name"] for e in entries]
 
-    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+    async def _buckets(self) -> list[str]:
+        return await _compat(self.client, 'list_buckets')()
+
+    async def _bucket_exists_or_raise(self, bucket: str) -> None:
+        """Raises FileNotFoundError unless the bucket exists (a listing of at most one key, which
+        needs only the bucket's list permission, not the account's)."""
+        await self._first_key(bucket, None)
+
+    async def _first_key(self, bucket: str, prefix: str | None):
+        """At most one key under `prefix`, from one request (NoSuchBucket when the bucket is
+        missing)."""
+        return await self.client.list_async(bucket, prefix, limit=1)
+
+    async def _info(self, path: str, refresh: bool = False, **kwargs: Any) -> dict[str, Any]:
         path = self._strip_protocol(path)
-        bucket, key = _split(path)
-        if not key:
-            if bucket and bucket not in self.client.list_buckets():
+        bucket, key = self.split_path(path)
+        if not bucket:
+            return _dir_entry("")
+        if not refresh:
+            entry = self._cached_entry(path)
+            if entry:
+                return entry
+            if entry is False and path not in self.dircache:
                 raise FileNotFoundError(path)
-            return {"name": bucket, "size": 0, "type": "directory"}
+            if path in self.dircache:
+                return _dir_entry(path)
+        if not key:
+            try:
+                await self._first_key(bucket, None)
+            except brisk.AccessDenied:
+                pass  # the bucket exists; we may not list it
+            return _dir_entry(bucket)
         try:
-            meta = self.client.head(bucket, key)
-            return {"name": path, "size": meta.size, "type": "file", "ETag": meta.etag,
-                    "LastModified": meta.last_modified, "ContentType": meta.content_type}
-        except brisk.NoSuchKey:
+            meta = await self.client.head_async(bucket, key)
+            return _file_entry(path, meta.size, meta.etag, meta.last_modified, ContentType=meta.content_type,
+                               Metadata=meta.metadata)
+        except FileNotFoundError:
             pass
-        for _ in self.client.list(bucket, key + "/", page_size=1):
-            return {"name": path, "size": 0, "type": "directory"}
+        if await self._first_key(bucket, key + "/"):
+            return _dir_entry(path)
         raise FileNotFoundError(path)
 
+    async def _isdir(self, path: str) -> bool:
+        if self._is_known_dir(path):
+            return True
+        try:
+            return (await self._info(path))["type"] == "directory"
+        except (FileNotFoundError, ValueError):
+            return False
+
+    async def _exists(self, path: str, **kwargs: Any) -> bool:
+        try:
+            await self._info(path, **kwargs)
+            return True
+        except FileNotFoundError:
+            return False
+
+    async def _find(self, path: str, maxdepth: int | None = None, withdirs: bool = False,
+                    detail: bool = False, prefix: str = "", **kwargs: Any):
+        """Everything below `path`, from one listing without a delimiter (as s3fs does), which
+        also fills the listing cache for every directory it passes; with `maxdepth`, fsspec's
+        walk over delimited listings. `prefix` keeps the names that start with `path/prefix`."""
+        path = self._strip_protocol(path)
+        bucket, key = self.split_path(path)
+        if not bucket:
+            raise ValueError("find needs a bucket: brisk:// does not walk every bucket of an account")
+        if maxdepth:
+            out = await super()._find(path, maxdepth=maxdepth, withdirs=withdirs, detail=True, **kwargs)
+            if prefix:
+                stem = f"{path}/{prefix}" if path else prefix
+                out = {k: v for k, v in out.items() if k.startswith(stem)}
+        else:
+            out = await self._find_flat(path, bucket, key, prefix, withdirs)
+        names = sorted(out)
+        return {n: out[n] for n in names} if detail else names
+
+    async def _find_flat(self, path: str, bucket: str, key: str, prefix: str, withdirs: bool):
+        list_prefix = (key + "/" if key else "") + prefix
+        entries = [e for e in await self.client.list_async(bucket, list_prefix or None)
+                   if not e.key.endswith("/")]
+        files = self._entries(bucket, entries)
+        out: dict[str, dict[str, Any]] = {}
+        if not files and key and not prefix:
+            try:
+                info = await self._info(path, refresh=True)
+            except FileNotFoundError:
+                return out
+            if info["type"] == "file":
+                out[path] = info
+            elif withdirs:
+                out[path] = info
+            return out
+        listings: dict[str, list[dict[str, Any]]] = {}
+        for f in files:
+            out[f["name"]] = f
+            name = f["name"]
+            while True:
+                parent = self._parent(name)
+                if len(parent) < len(path) or not parent:
+                    break
+                siblings = listings.setdefault(parent, [])
+                entry = f if name == f["name"] else _dir_entry(name)
+                if entry["type"] == "file" or not any(s["name"] == name for s in siblings):
+                    siblings.append(entry)
+                if entry["type"] == "directory" and withdirs and len(name) > len(path):
+                    out[name] = entry
+                if parent == path:
+                    break
+                name = parent
+        if not prefix:
+            for d, listing in listings.items():
+                self.dircache[d] = sorted(listing, key=lambda e: e["name"])
+        if withdirs and path and files and key and not prefix:
+            out.setdefault(path, _dir_entry(path))
+        return out
+
+    async def _du(self, path: str, total: bool = True, maxdepth: int | None = None, **kwargs: Any):
+        """Sizes from the listing itself (no HEAD per object)."""
+        found = await self._find(path, maxdepth=maxdepth, detail=True, **kwargs)
+        sizes = {name: info["size"] for name, info in found.items() if info["type"] == "file"}
+        return sum(sizes.values()) if total else sizes
+
+    def invalidate_cache(self, path: str | None = None) -> None:
+        """Forgets the listings of `path` and of every directory above it (all listings with no
+        path)."""
+        if path is None:
+            self.dircache.clear()
+            return
+        path = self._strip_protocol(path)
+        self.dircache.pop(path, None)
+        while path:
+            path = self._parent(path)
+            self.dircache.pop(path, None)
+
     def modified(self, path: str):
-        return self.info(path)["LastModified"]
+        """Last-Modified of the object (S3 keeps no other time); a directory has none."""
+        info = self.info(path)
+        if info["type"] != "file":
+            raise IsADirectoryError(f"{path}: a directory (a prefix) has no modification time")
+        return info["LastModified"]
+
+    def created(self, path: str):
+        """S3 keeps no creation time: an object's is its last write, so this is `modified`, as
+        s3fs answers."""
+        return self.modified(path)
+
+    def checksum(self, path: str) -> int:
+        """The ETag as an integer (changes whenever the object is written), as s3fs does."""
+        info = self.info(path)
+        etag = (info.get("ETag") or "").strip('"')
+        return int(re.sub(r"[^0-9a-f]", "", etag.lower())[:32] or "0", 16) if etag else hash(str(info))
+
+    def ukey(self, path: str) -> str:
+        return self.info(path).get("ETag") or super().ukey(path)
+
+    def sign(self, path: str, expiration: int = 100, **kwargs: Any) -> str:
+        """A presigned GET URL valid for `expiration` seconds (`method="PUT"` for an upload)."""
+        bucket, key = self._object(path)
+        return self.client.presign(bucket, key, method=kwargs.get("method", "GET"), expires_in=expiration)
 
     # ----- writes ------------------------------------------------------------------------------
 
-    def pipe_file(self, path: str, value: bytes, **kwargs: Any) -> None:
-        """Stores `value`; `ContentType=` (s3fs's keyword) sets the object's Content-Type."""
-        bucket, key = _split(self._strip_protocol(path))
-        self.client.put(bucket, key, value, content_type=kwargs.get("ContentType"))
+    def pipe_file(self, path: str, value, mode: str = "overwrite", **kwargs: Any) -> None:
+        """Stores `value`; `ContentType=` (s3fs's keyword) sets the object's Content-Type;
+        `mode="create"` stores only if nothing is there (else FileExistsError)."""
+        bucket, key = self._object(path)
+        try:
+            self.client.put(bucket, key, value, content_type=kwargs.get("ContentType"),
+                            if_none_match=_if_none_match(mode))
+        except brisk.PreconditionFailed as e:
+            raise _exists_error(path, e) from e
+        finally:
+            self.invalidate_cache(self._parent(path))
 
-    def put_file(self, lpath, rpath, callback=None, **kwargs: Any) -> None:
+    async def _pipe_file(self, path: str, value, mode: str = "overwrite", **kwargs: Any) -> None:
+        bucket, key = self._object(path)
+        try:
+            await self.client.put_async(bucket, key, value, content_type=kwargs.get("ContentType"),
+                                        if_none_match=_if_none_match(mode))
+        except brisk.PreconditionFailed as e:
+            raise _exists_error(path, e) from e
+        finally:
+            self.invalidate_cache(self._parent(path))
+
+    def put_file(self, lpath, rpath, callback=None, mode: str = "overwrite", **kwargs: Any) -> None:
         """Uploads a file with the Content-Type `ContentType=` gives, else the one its name
-        suggests (`mimetypes`), as s3fs does; fsspec's `callback` sees the bytes sent."""
+        suggests (`mimetypes`), as s3fs does; fsspec's `callback` sees the bytes sent. A local
+        directory makes nothing (S3 has no empty directories)."""
         if os.path.isdir(lpath):
             return
-        bucket, key = _split(self._strip_protocol(rpath))
+        bucket, key = self._object(rpath)
         content_type = kwargs.get("ContentType") or mimetypes.guess_type(str(lpath))[0]
-        self.client.upload(lpath, bucket, key, content_type=content_type, progress=_progress_of(callback))
-
-    def get_file(self, rpath, lpath, callback=None, **kwargs: Any) -> None:
-        """Downloads to a file; fsspec's `callback` sees the bytes written (the size from a HEAD
-        made only when there is a callback to tell)."""
-        bucket, key = _split(self._strip_protocol(rpath))
-        self.client.download(bucket, key, lpath, progress=_progress_of(callback))
-
-    def cp_file(self, path1, path2, **kwargs: Any) -> None:
-        b1, k1 = _split(self._strip_protocol(path1))
-        b2, k2 = _split(self._strip_protocol(path2))
-        self.client.copy(b1, k1, b2, k2)
-
-    def rm_file(self, path: str) -> None:
-        bucket, key = _split(self._strip_protocol(path))
-        self.client.delete(bucket, key)
-
-    def _rm(self, path: str) -> None:
-        self.rm_file(path)
-
-    def rm(self, path, recursive=False, maxdepth=None):
-        paths = path if isinstance(path, list) else [path]
-        for p in paths:
-            bucket, key = _split(self._strip_protocol(p))
-            if recursive:
-                keys = [e.key for e in self.client.list(bucket, key + "/" if key else None)]
-                if key:
-                    keys.append(key)
-                self.client.delete_many(bucket, keys)
-                if not key:
-                    self.client.delete_bucket(bucket)
-            else:
-                self.client.delete(bucket, key)
-
-    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
-        """Creates the bucket when `path` is a bucket; prefixes need no creating in S3."""
-        bucket, key = _split(self._strip_protocol(path))
-        if not key:
-            self.client.create_bucket(bucket)
-
-    def makedirs(self, path: str, exist_ok: bool = False) -> None:
         try:
-            self.mkdir(path)
-        except brisk.BucketAlreadyExists:
-            if not exist_ok:
+            self.client.upload(lpath, bucket, key, content_type=content_type, progress=_progress_of(callback),
+                               if_none_match=_if_none_match(mode))
+        except brisk.PreconditionFailed as e:
+            raise _exists_error(rpath, e) from e
+        finally:
+            self.invalidate_cache(self._parent(rpath))
+
+    async def _put_file(self, lpath, rpath, callback=None, mode: str = "overwrite", **kwargs: Any) -> None:
+        if os.path.isdir(lpath):
+            return
+        bucket, key = self._object(rpath)
+        content_type = kwargs.get("ContentType") or mimetypes.guess_type(str(lpath))[0]
+        try:
+            result = await self.client.upload_async(lpath, bucket, key, content_type=content_type,
+                                                    if_none_match=_if_none_match(mode))
+        except brisk.PreconditionFailed as e:
+            raise _exists_error(rpath, e) from e
+        finally:
+            self.invalidate_cache(self._parent(rpath))
+        _report_done(callback, result.size)
+
+    async def _cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
+        """Server-side copy (multipart copy above 5 GiB); a directory copies nothing."""
+        b1, k1 = self.split_path(path1)
+        b2, k2 = self._object(path2)
+        if not k1 or self._is_known_dir(path1):
+            return
+        try:
+            await self.client.copy_async(b1, k1, b2, k2)
+        except FileNotFoundError:
+            if await self._isdir(path1):
+                return
+            raise
+        finally:
+            self.invalidate_cache(self._parent(path2))
+
+    async def _rm_file(self, path: str, **kwargs: Any) -> None:
+        bucket, key = self._object(path)
+        try:
+            await self.client.delete_async(bucket, key)
+        finally:
+            self.invalidate_cache(self._parent(path))
+
+    async def _rm(self, path, recursive: bool = False, maxdepth: int | None = None, **kwargs: Any):
+        """Deletes the objects `path` expands to, 1,000 keys per DeleteObjects request; a bucket
+        named itself with `recursive=True` is deleted too once empty. Raises OSError naming the
+        keys that were not deleted."""
+        paths = await self._expand_path(path, recursive=recursive, maxdepth=maxdepth)
+        by_bucket: dict[str, list[str]] = {}
+        buckets = []
+        for p in paths:
+            bucket, key = self.split_path(p)
+            if not key:
+                buckets.append(bucket)
+            elif not self._is_known_dir(p) or recursive:
+                by_bucket.setdefault(bucket, []).append(key)
+        failed = []
+        for bucket, keys in by_bucket.items():
+            for i in range(0, len(keys), DELETE_BATCH):
+                failed += [(bucket, k, code) for k, code in
+                           await _compat(self.client, 'delete_many')(bucket, keys[i:i + DELETE_BATCH])
+                           if code != "NoSuchKey"]
+        for p in paths:
+            self.invalidate_cache(p)
+        if failed:
+            shown = ", ".join(f"{b}/{k} ({code})" for b, k, code in failed[:10])
+            raise OSError(f"{len(failed)} objects were not deleted: {shown}")
+        for bucket in buckets:
+            if recursive:
+                await self._rmdir(bucket)
+
+    async def _mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        """Creates the bucket when `path` is a bucket (FileExistsError if it exists); a prefix
+        needs no creating in S3, but its bucket must exist."""
+        bucket, key = self.split_path(path)
+        if not bucket:
+            raise ValueError(f"brisk:// path without a bucket: {path!r}")
+        if not key:
+            await _compat(self.client, 'create_bucket')(bucket)
+            self.invalidate_cache("")
+        elif create_parents and not await self._exists(bucket):
+            await _compat(self.client, 'create_bucket')(bucket)
+            self.invalidate_cache("")
+        else:
+            await self._bucket_exists_or_raise(bucket)
+
+    async def _makedirs(self, path: str, exist_ok: bool = False) -> None:
+        bucket, key = self.split_path(path)
+        try:
+            await self._mkdir(path, create_parents=True)
+        except FileExistsError:
+            if not exist_ok and not key:
                 raise
 
-    def rmdir(self, path: str) -> None:
-        bucket, key = _split(self._strip_protocol(path))
-        if not key:
-            self.client.delete_bucket(bucket)
+    async def _rmdir(self, path: str) -> None:
+        """Deletes a bucket (it must be empty); a prefix is not a thing of its own in S3."""
+        bucket, key = self.split_path(path)
+        if key:
+            return
+        await _compat(self.client, 'delete_bucket')(bucket)
+        self.invalidate_cache(bucket)
+        self.invalidate_cache("")
+
+    def touch(self, path: str, truncate: bool = True, **kwargs: Any) -> None:
+        """An empty object; S3 cannot change an existing object's time, so `truncate=False` on an
+        existing one is refused (as s3fs does)."""
+        if not truncate and self.exists(path):
+            raise ValueError("S3 cannot update an object's time without writing it: use truncate=True")
+        self.pipe_file(path, b"", **kwargs)
+
+
+class BriskAzureFileSystem(BriskFileSystem):
+    """`brisk+az://container/blob`: a `BriskFileSystem` over Azure Blob Storage."""
+
+    protocol = ("brisk+az",)
+    _azure_protocol = True
 
 
 class BriskFile(AbstractBufferedFile):
@@ -280,10 +757,14 @@ class BriskFile(AbstractBufferedFile):
     or straight into the caller's buffer; writes go to a `brisk.ObjectWriter` (see the module docs)."""
 
     def __init__(self, fs: BriskFileSystem, path: str, mode: str = "rb", block_size: int = DEFAULT_BLOCK_SIZE,
-                 cache_options=None, **kwargs: Any) -> None:
-        self.bucket, self.key = _split(fs._strip_protocol(path))
+                 autocommit: bool = True, cache_options=None, **kwargs: Any) -> None:
+        self.bucket, self.key = fs._object(path)
         self._writer = None
-        super().__init__(fs, path, mode, block_size=block_size, cache_type="readahead",
+        if mode == "rb" and "size" not in kwargs:
+            known = fs._known_size(path)
+            if known is not None:
+                kwargs["size"] = known
+        super().__init__(fs, path, mode, block_size=block_size, autocommit=autocommit, cache_type="readahead",
                          cache_options=cache_options, **kwargs)
 
     def _fetch_range(self, start: int, end: int) -> bytes:
@@ -357,15 +838,26 @@ class BriskFile(AbstractBufferedFile):
     def _initiate_upload(self) -> None:
         if self._writer is None:
             self._writer = self.fs.client.open_writer(
-                self.bucket, self.key, content_type=self.kwargs.get("ContentType"))
+                self.bucket, self.key, content_type=self.kwargs.get("ContentType"),
+                if_none_match="*" if "x" in self.mode else None)
 
     def _upload_chunk(self, final: bool = False) -> bool:
+        self._initiate_upload()
         # fsspec's own buffer is empty unless something wrote to it past `write`.
         if self.buffer.tell():
             self._writer.write(self.buffer.getbuffer())
-        if final:
-            self._writer.close()
+        if final and self.autocommit:
+            self.commit()
         return True
+
+    def commit(self) -> None:
+        """Completes the object (in a transaction, when the transaction ends)."""
+        try:
+            self._writer.close()
+        except brisk.PreconditionFailed as e:
+            raise _exists_error(self.path, e) from e
+        finally:
+            self.fs.invalidate_cache(self.fs._parent(self.path))
 
     def discard(self) -> None:
         """Gives up a file being written: nothing is stored."""
