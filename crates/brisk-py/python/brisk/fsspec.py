@@ -36,6 +36,7 @@ from __future__ import annotations
 import mimetypes
 import os
 import re
+from contextvars import ContextVar
 from typing import Any
 
 from fsspec.asyn import AsyncFileSystem, get_loop
@@ -46,8 +47,26 @@ import brisk
 
 DEFAULT_BLOCK_SIZE = 1024 * 1024
 
+# Set while `_put` runs: each `_put_file` records its outcome here instead of raising, so that one
+# failed file does not cancel the uploads beside it (a context variable: each task fsspec gathers
+# inherits it, and concurrent `put` calls each see their own).
+_put_outcomes: ContextVar[list | None] = ContextVar("brisk_fsspec_put_outcomes", default=None)
+
 # Keys a single DeleteObjects request takes (S3's limit); `Client.delete_many` batches by it too.
 DELETE_BATCH = 1000
+
+
+# s3fs options that change what a request does: refused rather than silently dropped.
+_S3FS_REFUSED = {
+    "requester_pays": "requests are not sent with x-amz-request-payer",
+    "s3_additional_kwargs": "extra request parameters such as server-side encryption are not sent",
+    "config_kwargs": "botocore settings; brisk.Client's own go in client_kwargs",
+    "session": "an aiobotocore session; credentials come from key/secret/token or the AWS chain",
+}
+# s3fs options that only tune s3fs's own machinery, which brisk does differently (the endpoint's
+# scheme says whether TLS is used; the client's connections and parts in flight bound concurrency).
+_S3FS_IGNORED = ("use_ssl", "cache_regions", "max_concurrency", "fixed_upload_size", "default_fill_cache",
+                 "default_cache_type", "local_expiry_check")
 
 
 def _progress_of(callback):
@@ -167,6 +186,14 @@ class BriskFileSystem(AsyncFileSystem):
             raise NotImplementedError(
                 "version_aware=True: brisk:// does not address object versions (each path is the "
                 "object's current version); use s3fs for versioned buckets")
+        for name in _S3FS_REFUSED:
+            if kwargs.pop(name, None):
+                raise NotImplementedError(f"{name}: an s3fs option brisk:// does not have ({_S3FS_REFUSED[name]})")
+        for name in _S3FS_IGNORED:
+            kwargs.pop(name, None)
+        key = key or kwargs.pop("username", None)
+        secret = secret or kwargs.pop("password", None)
+        block_size = kwargs.pop("default_block_size", None) or block_size
         client_kwargs = dict(client_kwargs or {})
         endpoint_url = endpoint_url or client_kwargs.pop("endpoint_url", None)
         region = region or client_kwargs.pop("region_name", None)
@@ -641,7 +668,40 @@ class BriskFileSystem(AsyncFileSystem):
         finally:
             self.invalidate_cache(self._parent(rpath))
 
+    async def _put(self, lpath, rpath, recursive: bool = False, **kwargs: Any):
+        """fsspec's `put` (many files uploaded at once), except that a failed file does not cancel
+        the others: they finish, and the first failure is raised with a note of what was stored
+        and what was not (in its `stored` and `failed` attributes too). Each object is stored
+        whole or not at all, so nothing half-written is visible either way."""
+        outcomes: list[tuple[str, str, BaseException | None]] = []
+        token = _put_outcomes.set(outcomes)
+        try:
+            await super()._put(lpath, rpath, recursive=recursive, **kwargs)
+        finally:
+            _put_outcomes.reset(token)
+        failed = [(lp, rp, e) for lp, rp, e in outcomes if e is not None]
+        if failed:
+            stored = sorted(rp for _, rp, e in outcomes if e is None)
+            error = failed[0][2]
+            error.stored = stored
+            error.failed = [(lp, rp) for lp, rp, _ in failed]
+            shown = ", ".join(f"{lp} ({type(e).__name__})" for lp, _, e in failed[:5])
+            error.add_note(f"put: {len(stored)} of {len(outcomes)} files were stored (listed in this "
+                           f"exception's `stored`), {len(failed)} were not: {shown}")
+            raise error
+
     async def _put_file(self, lpath, rpath, callback=None, mode: str = "overwrite", **kwargs: Any) -> None:
+        outcomes = _put_outcomes.get()
+        if outcomes is None:
+            return await self._put_one(lpath, rpath, callback, mode, **kwargs)
+        try:
+            await self._put_one(lpath, rpath, callback, mode, **kwargs)
+        except Exception as e:
+            outcomes.append((lpath, rpath, e))
+        else:
+            outcomes.append((lpath, rpath, None))
+
+    async def _put_one(self, lpath, rpath, callback, mode: str, **kwargs: Any) -> None:
         if os.path.isdir(lpath):
             return
         bucket, key = self._object(rpath)
