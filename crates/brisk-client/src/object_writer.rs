@@ -341,7 +341,7 @@ impl ObjectWriter {
                         checksum: self.options.checksum,
                         content_type: self.options.content_type.clone(),
                         headers: self.options.headers.clone(),
-                        ..PutOptions::default()
+                        if_none_match_any: self.options.if_none_match_any,
                     },
                 )
                 .await?;

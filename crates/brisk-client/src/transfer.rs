@@ -174,6 +174,15 @@ pub struct TransferOptions {
     /// The other headers and the user metadata an upload stores (see [`ObjectHeaders`]).
     /// Ignored by downloads.
     pub headers: ObjectHeaders,
+    /// Store the object only if no object exists under the key (`If-None-Match: *`), as
+    /// [`PutOptions::if_none_match_any`](crate::PutOptions::if_none_match_any) does for one PUT:
+    /// on the single PUT (Azure: Put Blob) of an upload that fits in one part, and on the
+    /// CompleteMultipartUpload (Azure: Put Block List) of one that does not, so that the
+    /// condition is checked when the object would appear, whoever wrote the key while the parts
+    /// were sent. A key that exists fails the upload with [`Error::PreconditionFailed`] and its
+    /// multipart upload is aborted: the object that was there stays as it was. Ignored by
+    /// downloads.
+    pub if_none_match_any: bool,
 }
 
 impl Default for TransferOptions {
@@ -190,6 +199,7 @@ impl Default for TransferOptions {
             measure_streams: Some(StreamMeasure::default()),
             content_type: None,
             headers: ObjectHeaders::default(),
+            if_none_match_any: false,
         }
     }
 }
@@ -311,7 +321,7 @@ impl Client {
                         checksum: options.checksum,
                         content_type: options.content_type.clone(),
                         headers: options.headers.clone(),
-                        ..crate::PutOptions::default()
+                        if_none_match_any: options.if_none_match_any,
                     },
                     Some(sums),
                 )
@@ -590,6 +600,9 @@ impl Client {
         spec = options
             .headers
             .add_to(spec, options.content_type.as_deref(), false);
+        if options.if_none_match_any {
+            spec = spec.header("if-none-match", "*");
+        }
         let response = self.send(&spec).await?;
         let etag = response.header("etag").map(str::to_owned);
         finish(response).await?;
@@ -632,6 +645,10 @@ async fn completed_part(
 }
 
 impl Client {
+    /// CompleteMultipartUpload of `parts` (Azure: Put Block List); returns the object's ETag.
+    /// `stored` is the upload's options: the headers and content type go with an Azure block
+    /// list, and `if_none_match_any` makes the completion conditional (`If-None-Match: *`). A
+    /// refused condition leaves the upload in place, to be aborted by the caller.
     pub(crate) async fn complete_multipart_upload(
         &self,
         bucket: &str,
@@ -647,6 +664,9 @@ impl Client {
         let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
             .header("content-type", "application/xml")
             .slow_answer();
+        if stored.is_some_and(|o| o.if_none_match_any) {
+            spec = spec.header("if-none-match", "*");
+        }
         push_query(&mut spec.query, "uploadId", upload_id);
         spec.payload = PayloadHash::of(&body);
         spec.body = &body;

@@ -132,16 +132,19 @@ impl Client {
         }
     }
 
-    /// An upload's options: the client's, with the content type to store.
+    /// An upload's options: the client's, with the content type and headers to store and
+    /// whether the key must be free (`if_none_match="*"`).
     fn upload_options(
         &self,
         content_type: Option<String>,
         metadata: Metadata,
         headers: Headers,
+        if_none_match: Option<&str>,
     ) -> PyResult<TransferOptions> {
         Ok(TransferOptions {
             content_type,
             headers: object_headers(metadata, headers)?,
+            if_none_match_any: if_none_match_arg(if_none_match)?,
             ..self.transfer_options(None)
         })
     }
@@ -488,6 +491,18 @@ fn object_headers(metadata: Metadata, headers: Headers) -> PyResult<brisk_client
     Ok(stored)
 }
 
+/// `if_none_match=`: None, or "*" (write only if the key is free); other values (an ETag) are a
+/// `ValueError` before anything is sent.
+fn if_none_match_arg(if_none_match: Option<&str>) -> PyResult<bool> {
+    match if_none_match {
+        None => Ok(false),
+        Some("*") => Ok(true),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "if_none_match supports only \"*\" (write only if the key is free), not {other:?}"
+        ))),
+    }
+}
+
 fn put_options(
     content_type: Option<String>,
     metadata: Metadata,
@@ -495,19 +510,10 @@ fn put_options(
     if_none_match: Option<&str>,
     payload_signing: PayloadSigning,
 ) -> PyResult<PutOptions> {
-    let if_none_match_any = match if_none_match {
-        None => false,
-        Some("*") => true,
-        Some(other) => {
-            return Err(PyValueError::new_err(format!(
-                "if_none_match supports only \"*\" (write only if the key is free), not {other:?}"
-            )));
-        }
-    };
     Ok(PutOptions {
         content_type,
         headers: object_headers(metadata, headers)?,
-        if_none_match_any,
+        if_none_match_any: if_none_match_arg(if_none_match)?,
         payload_signing,
         ..PutOptions::default()
     })
@@ -874,8 +880,10 @@ impl Client {
         Ok(size)
     }
 
-    /// Uploads a file: one PUT, or a multipart upload from pooled blocks.
-    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None, metadata=None, headers=None))]
+    /// Uploads a file: one PUT, or a multipart upload from pooled blocks. `if_none_match="*"`
+    /// stores it only if the key is free, checked on the PUT or on the multipart upload's
+    /// completion (`PreconditionFailed` otherwise, and nothing is left behind).
+    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None, if_none_match=None, metadata=None, headers=None))]
     #[allow(clippy::too_many_arguments)]
     fn upload(
         &self,
@@ -885,6 +893,7 @@ impl Client {
         key: String,
         progress: Option<Py<PyAny>>,
         content_type: Option<String>,
+        if_none_match: Option<&str>,
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<UploadResult> {
@@ -892,7 +901,7 @@ impl Client {
         let counter = TransferProgress::new();
         let options = TransferOptions {
             progress: Some(counter.clone()),
-            ..self.upload_options(content_type, metadata, headers)?
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
         };
         let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         let mut progress = Progress::new(progress, Some(total));
@@ -909,7 +918,7 @@ impl Client {
     /// `progress(bytes_sent, total)` is called from the calling thread at most every 0.1 s with
     /// the bytes of the parts the service has; `total` is None until the end (a stream's length is
     /// not known), then the size.
-    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, metadata=None, headers=None, progress=None))]
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn upload_fileobj(
         &self,
@@ -918,6 +927,7 @@ impl Client {
         bucket: &str,
         key: &str,
         content_type: Option<String>,
+        if_none_match: Option<&str>,
         metadata: Metadata,
         headers: Headers,
         progress: Option<Py<PyAny>>,
@@ -925,7 +935,7 @@ impl Client {
         let sent = TransferProgress::new();
         let options = TransferOptions {
             progress: Some(sent.clone()),
-            ..self.upload_options(content_type, metadata, headers)?
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
         };
         let writer = self
             .inner()
@@ -966,14 +976,17 @@ impl Client {
     }
 
     /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in
-    /// bounded memory whatever its size (see `brisk.ObjectWriter`).
-    #[pyo3(signature = (bucket, key, *, content_type=None, metadata=None, headers=None))]
+    /// bounded memory whatever its size (see `brisk.ObjectWriter`). With `if_none_match="*"`,
+    /// `close()` stores it only if the key is still free then.
+    #[pyo3(signature = (bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
     fn open_writer(
         &self,
         py: Python<'_>,
         bucket: &str,
         key: &str,
         content_type: Option<String>,
+        if_none_match: Option<&str>,
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<ObjectWriter> {
@@ -982,7 +995,7 @@ impl Client {
             .object_writer(
                 bucket,
                 key,
-                self.upload_options(content_type, metadata, headers)?,
+                self.upload_options(content_type, metadata, headers, if_none_match)?,
             )
             .py_err(py)?;
         Ok(ObjectWriter::new(bucket, key, writer))
@@ -1298,8 +1311,10 @@ impl Client {
         )
     }
 
-    /// The whole listing as a list, as a coroutine (pages are fetched one after another).
-    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None))]
+    /// The whole listing as a list, as a coroutine (pages are fetched one after another);
+    /// with `limit`, at most that many entries, asked for in as few pages as that takes (an
+    /// existence check is `limit=1`: one request however large the listing).
+    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None, limit=None))]
     fn list_async<'py>(
         &self,
         py: Python<'py>,
@@ -1307,21 +1322,30 @@ impl Client {
         prefix: Option<String>,
         delimiter: Option<String>,
         start_after: Option<String>,
+        limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        if limit == Some(0) {
+            return Err(PyValueError::new_err("limit must be at least 1"));
+        }
         let options = ListOptions {
             prefix,
             delimiter,
-            max_keys: None,
+            max_keys: limit.map(|n| n.min(1000) as u32),
             start_after,
         };
         let mut pages = self.inner().list(&bucket, options);
+        let limit = limit.unwrap_or(usize::MAX);
         aio::spawn(
             py,
             async move {
                 let mut entries = Vec::new();
-                while let Some(page) = pages.next_page().await? {
+                while entries.len() < limit {
+                    let Some(page) = pages.next_page().await? else {
+                        break;
+                    };
                     entries.extend(page_entries(page));
                 }
+                entries.truncate(limit);
                 Ok(entries)
             },
             |py, entries| {
@@ -1355,7 +1379,7 @@ impl Client {
 
     /// `upload` as a coroutine (no progress callback).
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (path, bucket, key, *, content_type=None, metadata=None, headers=None))]
+    #[pyo3(signature = (path, bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
     fn upload_async<'py>(
         &self,
         py: Python<'py>,
@@ -1363,11 +1387,12 @@ impl Client {
         bucket: String,
         key: String,
         content_type: Option<String>,
+        if_none_match: Option<&str>,
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.upload_options(content_type, metadata, headers)?;
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
         aio::spawn(
             py,
             async move { client.upload(&bucket, &key, &path, options).await },

@@ -113,3 +113,39 @@ def test_streams_write_read_and_copy_blobs(azurite, container):
             1 / 0
     with pytest.raises(brisk.NoSuchKey):
         c.head(container, "aborted.bin")
+
+
+def test_if_none_match_creates_only(azurite, container, tmp_path):
+    """`if_none_match="*"` on Put Blob (within a part) and on Put Block List (past it): a free name
+    is stored, an existing blob raises PreconditionFailed and keeps its bytes."""
+    import asyncio
+    import io
+
+    c = azure_client(azurite, part_size="5MiB")
+    for size in (1000, 6 * 1024 * 1024):
+        body = os.urandom(size)
+        path = tmp_path / "src.bin"
+        path.write_bytes(body)
+
+        async def upload_async(key):
+            return await c.upload_async(path, container, key, if_none_match="*")
+
+        def writer(key):
+            with c.open_writer(container, key, if_none_match="*") as f:
+                f.write(body)
+            return f.result
+
+        ways = {
+            "upload": lambda key: c.upload(path, container, key, if_none_match="*"),
+            "upload_async": lambda key: asyncio.run(upload_async(key)),
+            "upload_fileobj": lambda key: c.upload_fileobj(io.BytesIO(body), container, key, if_none_match="*"),
+            "open_writer": writer,
+        }
+        for how, upload in ways.items():
+            key = f"{how}-{size}"
+            assert upload(key).size == size, how
+            assert bytes(c.get(container, key)) == body, how
+            c.put(container, key, b"there before")
+            with pytest.raises(brisk.PreconditionFailed):
+                upload(key)
+            assert bytes(c.get(container, key)) == b"there before", how

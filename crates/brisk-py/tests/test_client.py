@@ -5,16 +5,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import http.server
+import io
 import mmap
 import os
 import threading
 import time
 import urllib.request
 
+import boto3
 import numpy as np
 import pytest
 
 import brisk
+
+from conftest import ACCESS_KEY, SECRET_KEY
 
 MiB = 1024 * 1024
 
@@ -254,6 +258,50 @@ def test_put_if_none_match(client, bucket):
         client.put(bucket, "once", b"2", if_none_match="*")
     with pytest.raises(ValueError):
         client.put(bucket, "once", b"2", if_none_match="etag")
+
+
+@pytest.mark.parametrize("signing", ["signed", "unsigned"])
+@pytest.mark.parametrize("size", [1000, 12 * MiB])  # one PUT, and a multipart upload of 8 MiB parts
+def test_uploads_with_if_none_match_create_only(server, bucket, tmp_path, signing, size):
+    """`if_none_match="*"` on every upload path: a free key is stored; an existing one raises
+    PreconditionFailed (checked on the PUT, or on the multipart upload's completion), leaves the
+    object that was there and no multipart upload behind."""
+    client = server.client(payload_signing=signing)
+    blob = payload(size, seed=5)
+    path = tmp_path / "src.bin"
+    path.write_bytes(blob)
+
+    async def upload_async(key):
+        return await client.upload_async(path, bucket, key, if_none_match="*")
+
+    def writer(key):
+        with client.open_writer(bucket, key, if_none_match="*") as f:
+            f.write(blob)
+        return f.result
+
+    ways = {
+        "upload": lambda key: client.upload(path, bucket, key, if_none_match="*"),
+        "upload_async": lambda key: asyncio.run(upload_async(key)),
+        "upload_fileobj": lambda key: client.upload_fileobj(io.BytesIO(blob), bucket, key, if_none_match="*"),
+        "open_writer": writer,
+    }
+    for how, upload in ways.items():
+        key = f"{how}-{size}"
+        assert upload(key).size == size, how
+        assert bytes(client.get(bucket, key)) == blob, how
+        client.put(bucket, key, b"there before")
+        with pytest.raises(brisk.PreconditionFailed):
+            upload(key)
+        assert bytes(client.get(bucket, key)) == b"there before", how
+    s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                      aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    with pytest.raises(ValueError, match="only"):
+        client.upload(path, bucket, "refused", if_none_match='"etag"')
+    with pytest.raises(ValueError, match="only"):
+        client.open_writer(bucket, "refused", if_none_match='"etag"')
+    with pytest.raises(ValueError, match="only"):
+        client.upload_fileobj(io.BytesIO(blob), bucket, "refused", if_none_match="etag")
 
 
 def test_delete_and_missing_keys(client, bucket):

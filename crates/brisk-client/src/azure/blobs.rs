@@ -85,6 +85,8 @@ impl Client {
     }
 
     /// Put Block List: commits the staged blocks of `parts` in part order; returns the blob's ETag.
+    /// With `stored`'s `if_none_match_any`, only if no blob exists under the name
+    /// (`If-None-Match: *`): the staged blocks stay uncommitted otherwise.
     pub(crate) async fn azure_put_block_list(
         &self,
         container: &str,
@@ -103,6 +105,9 @@ impl Client {
             spec = options
                 .headers
                 .add_to(spec, options.content_type.as_deref(), true);
+            if options.if_none_match_any {
+                spec = spec.header("if-none-match", "*");
+            }
         }
         push_query(&mut spec.query, "comp", "blocklist");
         spec.body = body.as_bytes();

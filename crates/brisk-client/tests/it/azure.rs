@@ -232,6 +232,65 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
     .await;
 }
 
+/// `if_none_match_any` on Azure's upload paths: Put Blob for a file, a stream or a writer ending
+/// within a part, Put Block List for one past it. A free name is stored; an existing blob refuses
+/// them all with `PreconditionFailed` and keeps its bytes.
+#[tokio::test]
+async fn conditional_uploads_store_a_free_name_and_refuse_an_existing_blob() {
+    bounded(STEP, async {
+        let c = azure_client();
+        let container = new_bucket(&c, "az-create-only").await;
+        let dir = tempfile::tempdir().unwrap();
+        let options = TransferOptions {
+            part_size: 5 * MIB,
+            if_none_match_any: true,
+            ..TransferOptions::default()
+        };
+        for (len, parts) in [(1_000usize, 1u32), (5 * MIB + 1, 2)] {
+            let body = pattern(len, 17);
+            let path = dir.path().join(format!("source-{len}"));
+            std::fs::write(&path, &body).unwrap();
+            for how in ["file", "stream", "writer"] {
+                let key = format!("{how}-{len}");
+                let upload = async || match how {
+                    "file" => c.upload(&container, &key, &path, options.clone()).await,
+                    "stream" => {
+                        let mut reader = &body[..];
+                        c.upload_reader(&container, &key, &mut reader, options.clone())
+                            .await
+                    }
+                    _ => {
+                        let mut w = c.object_writer(&container, &key, options.clone()).unwrap();
+                        w.write(&body).await.unwrap();
+                        w.finish().await
+                    }
+                };
+                let stored = upload().await.unwrap();
+                assert_eq!((stored.size, stored.parts), (len as u64, parts), "{key}");
+                assert!(
+                    c.get_bytes(&container, &key).await.unwrap()[..] == body[..],
+                    "{key}"
+                );
+
+                c.put(&container, &key, b"the blob that was there")
+                    .await
+                    .unwrap();
+                let err = upload().await.unwrap_err();
+                assert!(
+                    matches!(err, Error::PreconditionFailed(_)),
+                    "{key}: {err:?}"
+                );
+                assert_eq!(
+                    &c.get_bytes(&container, &key).await.unwrap()[..],
+                    b"the blob that was there",
+                    "{key}"
+                );
+            }
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn listing_pages_prefixes_delete_and_copy() {
     bounded(STEP, async {

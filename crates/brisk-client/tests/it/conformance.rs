@@ -353,6 +353,72 @@ async fn conditional_put_refuses_to_overwrite() {
     .await;
 }
 
+/// `TransferOptions::if_none_match_any` on every upload path: a file below and above the part
+/// size (from a block when signed, from the file when unsigned), a stream and an `ObjectWriter`
+/// ending within the first part (one PUT with `If-None-Match: *`) or past it (the condition on
+/// CompleteMultipartUpload). Each stores a free key, and refuses one that exists with
+/// `PreconditionFailed`, leaving the object that was there.
+#[tokio::test]
+async fn conditional_uploads_store_a_free_key_and_refuse_an_existing_one() {
+    use brisk_client::PayloadSigning;
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "create-only").await;
+        let dir = tempfile::tempdir().unwrap();
+        let part = 5 * 1024 * 1024;
+        for (len, parts) in [(1_000usize, 1u32), (part + 1, 2)] {
+            let body = pattern(len, 21);
+            let path = dir.path().join(format!("source-{len}"));
+            std::fs::write(&path, &body).unwrap();
+            for signing in [PayloadSigning::Signed, PayloadSigning::Unsigned] {
+                let options = TransferOptions {
+                    part_size: part,
+                    payload_signing: signing,
+                    if_none_match_any: true,
+                    ..TransferOptions::default()
+                };
+                for how in ["file", "stream", "writer"] {
+                    let key = format!("{how}-{len}-{signing:?}");
+                    let upload = async || match how {
+                        "file" => c.upload(&bucket, &key, &path, options.clone()).await,
+                        "stream" => {
+                            let mut reader = &body[..];
+                            c.upload_reader(&bucket, &key, &mut reader, options.clone())
+                                .await
+                        }
+                        _ => {
+                            let mut w = c.object_writer(&bucket, &key, options.clone()).unwrap();
+                            w.write(&body).await.unwrap();
+                            w.finish().await
+                        }
+                    };
+                    let stored = upload().await.unwrap();
+                    assert_eq!((stored.size, stored.parts), (len as u64, parts), "{key}");
+                    assert!(
+                        c.get_bytes(&bucket, &key).await.unwrap()[..] == body[..],
+                        "{key}"
+                    );
+
+                    c.put(&bucket, &key, b"the object that was there")
+                        .await
+                        .unwrap();
+                    let err = upload().await.unwrap_err();
+                    assert!(
+                        matches!(err, Error::PreconditionFailed(_)),
+                        "{key}: {err:?}"
+                    );
+                    assert_eq!(
+                        &c.get_bytes(&bucket, &key).await.unwrap()[..],
+                        b"the object that was there",
+                        "{key}"
+                    );
+                }
+            }
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn listing_pages_prefixes_and_odd_keys() {
     bounded(STEP, async {

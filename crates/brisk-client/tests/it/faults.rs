@@ -416,6 +416,76 @@ async fn a_failed_multipart_upload_is_aborted() {
     .await;
 }
 
+/// A create-only multipart upload (`if_none_match_any`) sends `If-None-Match: *` on its
+/// CompleteMultipartUpload (and not before: the parts go to the upload, not to the key); a
+/// completion refused with 412 leaves the upload at the service (S3 keeps it), so it is aborted,
+/// from a file as from an `ObjectWriter`.
+#[tokio::test]
+async fn a_refused_conditional_completion_is_aborted() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            let target = head.target();
+            let conditional = head.headers().get_str("if-none-match") == Some("*");
+            let completion = head.method() == "POST" && target.ends_with("?uploadId=UP1");
+            let answer = |status, body: &[u8]| Action::Respond {
+                status,
+                headers: vec![("etag", "\"p\"".into())],
+                body: body.to_vec(),
+            };
+            let unexpected = |why: &str| {
+                let body = format!("<Error><Code>Unexpected</Code><Message>{why}</Message></Error>");
+                answer(400, body.as_bytes())
+            };
+            match head.method() {
+                _ if conditional && !completion => unexpected("If-None-Match before the completion"),
+                "POST" if target.ends_with("?uploads=") => answer(200, b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>"),
+                "PUT" => answer(200, b""),
+                "DELETE" => answer(204, b""),
+                "POST" if conditional => answer(412, b"<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message><Condition>If-None-Match</Condition></Error>"),
+                _ => unexpected("a completion without If-None-Match"),
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("f");
+        let body = vec![7u8; 6 * 1024 * 1024];
+        std::fs::write(&source, &body).unwrap();
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            parts_in_flight: 1,
+            if_none_match_any: true,
+            ..brisk_client::TransferOptions::default()
+        };
+        let err = c
+            .upload("bucket", "key", &source, options.clone())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::PreconditionFailed(_)), "{err:?}");
+        let mut w = c.object_writer("bucket", "key", options).unwrap();
+        w.write(&body).await.unwrap();
+        let err = w.finish().await.unwrap_err();
+        assert!(matches!(err, Error::PreconditionFailed(_)), "{err:?}");
+        let seen = seen.lock().unwrap();
+        let requests: Vec<String> = seen
+            .iter()
+            .map(|s| format!("{} {}", s.method, s.target))
+            .collect();
+        let one_upload = [
+            "POST /bucket/key?uploads=",
+            "PUT /bucket/key?partNumber=1&uploadId=UP1",
+            "PUT /bucket/key?partNumber=2&uploadId=UP1",
+            "POST /bucket/key?uploadId=UP1",
+            "DELETE /bucket/key?uploadId=UP1",
+        ];
+        let mut file = requests[..5].to_vec();
+        file[1..3].sort();
+        assert_eq!(file, one_upload, "from a file");
+        assert_eq!(requests[5..], one_upload, "from a writer");
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
     bounded(async {

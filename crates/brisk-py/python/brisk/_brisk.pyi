@@ -303,12 +303,16 @@ class Client:
         *,
         progress: _Progress | None = None,
         content_type: str | None = None,
+        if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> UploadResult:
         """Upload a file (one PUT, or multipart from pooled blocks with bounded memory), stored
         with `content_type`, user `metadata` (x-amz-meta-*) and `headers` (Cache-Control,
-        Content-Disposition, Content-Encoding, Content-Language, Expires) if given."""
+        Content-Disposition, Content-Encoding, Content-Language, Expires) if given.
+        `if_none_match="*"` stores it only if the key is free (checked on the PUT, or on the
+        multipart upload's completion): `PreconditionFailed` otherwise, with the upload aborted
+        and the existing object untouched. No other value is accepted."""
     def upload_fileobj(
         self,
         fileobj: _Readable,
@@ -316,6 +320,7 @@ class Client:
         key: str,
         *,
         content_type: str | None = None,
+        if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
         progress: Callable[[int, int | None], object] | None = None,
@@ -323,6 +328,7 @@ class Client:
         """Upload everything a binary file object yields, to its end: `readinto()` reads straight
         into pooled parts (`read()` if it has no `readinto`), full parts are sent while the next is
         read. One PUT if it fits in a part, else multipart; a failure aborts it, nothing is stored.
+        `if_none_match="*"` stores it only if the key is free when it completes (as `upload`).
         `progress(bytes_sent, total)` at most every 0.1 s: `total` is None until the last call."""
     def download_fileobj(
         self, bucket: str, key: str, fileobj: _Writable, *, progress: _Progress | None = None
@@ -339,10 +345,13 @@ class Client:
         key: str,
         *,
         content_type: str | None = None,
+        if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> ObjectWriter:
-        """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`."""
+        """A binary file opened for writing whose bytes become `bucket`/`key` on `close()`.
+        With `if_none_match="*"`, `close()` stores them only if the key is free then
+        (`PreconditionFailed` otherwise, and nothing is stored)."""
 
     # --- writes and the rest ---
     def put(
@@ -427,7 +436,9 @@ class Client:
         *,
         delimiter: str | None = None,
         start_after: str | None = None,
-    ) -> Awaitable[list[ObjectEntry]]: ...
+        limit: int | None = None,
+    ) -> Awaitable[list[ObjectEntry]]:
+        """The whole listing (or its first `limit` entries) as a list."""
     def download_async(
         self, bucket: str, key: str, path: _Path, *, size: int | None = None
     ) -> Awaitable[int]: ...
@@ -438,6 +449,7 @@ class Client:
         key: str,
         *,
         content_type: str | None = None,
+        if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Awaitable[UploadResult]: ...
