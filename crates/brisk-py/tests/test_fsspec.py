@@ -419,3 +419,29 @@ def test_brisk_az_protocol_on_azurite(azurite):
         assert fs.cat_file(f"{container}/big", start=-3) == data(9 * MiB)[-3:]
     finally:
         fs.rm(container, recursive=True)
+
+
+def test_read_buffer_hands_pyarrow_the_received_buffer(fs, bucket):
+    blob = data(3 * MiB)
+    fs.pipe_file(f"{bucket}/obj", blob)
+    with fs.open(f"{bucket}/obj", "rb") as f:
+        f.seek(100)
+        small = f.read_buffer(10)
+        assert isinstance(small, bytes) and small == blob[100:110]
+        big = f.read_buffer(2 * MiB)
+        assert isinstance(big, brisk.Buffer), "a read of a block or more is the Buffer itself"
+        assert bytes(big) == blob[110 : 110 + 2 * MiB] and f.tell() == 110 + 2 * MiB
+        rest = f.read_buffer(-1)
+        assert bytes(rest) == blob[110 + 2 * MiB :] and f.read_buffer(5) == b""
+    # pyarrow's file wrapper calls read_buffer, so what it reads is those same bytes.
+    with pa.PythonFile(fs.open(f"{bucket}/obj", "rb"), mode="r") as f:
+        f.seek(1000)
+        assert f.read_buffer(2 * MiB).to_pybytes() == blob[1000 : 1000 + 2 * MiB]
+
+
+def test_open_of_a_directory_for_reading_is_refused(fs, bucket):
+    fs.pipe_file(f"{bucket}/dir/x", b"x")
+    with pytest.raises(IsADirectoryError):
+        fs.open(f"{bucket}/dir", "rb")
+    with pytest.raises(FileNotFoundError):
+        fs.open(f"{bucket}/nothing", "rb")

@@ -90,19 +90,6 @@ def _report_done(callback, size: int) -> None:
         callback.absolute_update(size)
 
 
-def _compat(client, name):  # TEMPORARY until the binding has every *_async
-    fn = getattr(client, name + "_async", None)
-    if fn is not None:
-        return fn
-    import asyncio
-    import functools
-
-    async def run(*args, **kwargs):
-        return await asyncio.get_running_loop().run_in_executor(
-            None, functools.partial(getattr(client, name), *args, **kwargs))
-    return run
-
-
 def _exists_error(path: str, error: Exception | None = None) -> FileExistsError:
     e = FileExistsError(f"{path} exists and the write asked for exclusive creation")
     e.__cause__ = error
@@ -469,7 +456,7 @@ class BriskFileSystem(AsyncFileSystem):
         return entries if detail else [e["name"] for e in entries]
 
     async def _buckets(self) -> list[str]:
-        return await _compat(self.client, 'list_buckets')()
+        return await self.client.list_buckets_async()
 
     async def _bucket_exists_or_raise(self, bucket: str) -> None:
         """Raises FileNotFoundError unless the bucket exists (a listing of at most one key, which
@@ -754,7 +741,7 @@ class BriskFileSystem(AsyncFileSystem):
         for bucket, keys in by_bucket.items():
             for i in range(0, len(keys), DELETE_BATCH):
                 failed += [(bucket, k, code) for k, code in
-                           await _compat(self.client, 'delete_many')(bucket, keys[i:i + DELETE_BATCH])
+                           await self.client.delete_many_async(bucket, keys[i:i + DELETE_BATCH])
                            if code != "NoSuchKey"]
         for p in paths:
             self.invalidate_cache(p)
@@ -772,10 +759,10 @@ class BriskFileSystem(AsyncFileSystem):
         if not bucket:
             raise ValueError(f"brisk:// path without a bucket: {path!r}")
         if not key:
-            await _compat(self.client, 'create_bucket')(bucket)
+            await self.client.create_bucket_async(bucket)
             self.invalidate_cache("")
         elif create_parents and not await self._exists(bucket):
-            await _compat(self.client, 'create_bucket')(bucket)
+            await self.client.create_bucket_async(bucket)
             self.invalidate_cache("")
         else:
             await self._bucket_exists_or_raise(bucket)
@@ -793,7 +780,7 @@ class BriskFileSystem(AsyncFileSystem):
         bucket, key = self.split_path(path)
         if key:
             return
-        await _compat(self.client, 'delete_bucket')(bucket)
+        await self.client.delete_bucket_async(bucket)
         self.invalidate_cache(bucket)
         self.invalidate_cache("")
 
@@ -822,8 +809,12 @@ class BriskFile(AbstractBufferedFile):
         self._writer = None
         if mode == "rb" and "size" not in kwargs:
             known = fs._known_size(path)
-            if known is not None:
-                kwargs["size"] = known
+            if known is None:
+                details = fs.info(path)
+                if details["type"] != "file":
+                    raise IsADirectoryError(f"{path} is a directory (a prefix), not an object")
+                known = details["size"]
+            kwargs["size"] = known
         super().__init__(fs, path, mode, block_size=block_size, autocommit=autocommit, cache_type="readahead",
                          cache_options=cache_options, **kwargs)
 
@@ -874,6 +865,21 @@ class BriskFile(AbstractBufferedFile):
         self.loc += got
         self._fetched_to = self.loc
         return got
+
+    def read_buffer(self, nbytes: int = -1):
+        """What pyarrow's Python file wrapper calls instead of `read` when a file has it: a read of
+        at least a block comes back as the `brisk.Buffer` the body was received into, which
+        pyarrow wraps without a copy (no `bytes`, no read-ahead cache in between); smaller reads
+        go through the cache as `read` does."""
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        n = self.size - self.loc if nbytes is None or nbytes < 0 else min(nbytes, self.size - self.loc)
+        if n < self.blocksize:
+            return self.read(n)
+        buf = self.fs.client.get_range(self.bucket, self.key, self.loc, n)
+        self.loc += len(buf)
+        self._fetched_to = self.loc
+        return buf
 
     def close(self) -> None:
         stream = getattr(self, "_stream", None)
