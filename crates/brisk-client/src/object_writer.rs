@@ -22,7 +22,9 @@
 //!
 //! A failed write, a failed part or a cancelled call (a future dropped before it finished) leaves
 //! the writer failed: every later call returns an error, and [`ObjectWriter::finish`] aborts the
-//! multipart upload instead of completing it, so no truncated object is ever stored.
+//! multipart upload instead of completing it, so no truncated object is ever stored. The
+//! CreateMultipartUpload runs as a task of its own, so a call cancelled while it is in flight
+//! does not lose the upload it creates: that one is aborted too.
 //! [`ObjectWriter::abort`] gives up on purpose. A writer dropped without either aborts its
 //! multipart upload in the background when dropped inside a tokio runtime; elsewhere the parts stay
 //! until the bucket's lifecycle rule for incomplete uploads removes them.
@@ -59,6 +61,10 @@ pub struct ObjectWriter {
     sent: u64,
     /// The multipart upload, once a first part has been sent.
     upload_id: Option<String>,
+    /// The CreateMultipartUpload in flight, as a task of its own: a call cancelled while it runs
+    /// leaves it here, so that the upload it creates is still known, and aborted, instead of being
+    /// left at the service.
+    creating: Option<tokio::task::JoinHandle<Result<String>>>,
     tasks: JoinSet<Result<CompletedPart>>,
     done: Vec<CompletedPart>,
     /// Why the writer cannot go on, once something failed.
@@ -93,6 +99,7 @@ impl Client {
             part_number: 1,
             sent: 0,
             upload_id: None,
+            creating: None,
             tasks: JoinSet::new(),
             done: Vec::new(),
             failure: None,
@@ -276,10 +283,24 @@ impl ObjectWriter {
         let upload_id = match &self.upload_id {
             Some(id) => id.clone(),
             None => {
-                let id = self
-                    .client
-                    .create_multipart_upload(&self.bucket, &self.key, &self.options)
-                    .await?;
+                let creating = self.creating.get_or_insert_with(|| {
+                    let (client, bucket, key, options) = (
+                        self.client.clone(),
+                        self.bucket.clone(),
+                        self.key.clone(),
+                        self.options.clone(),
+                    );
+                    tokio::spawn(async move {
+                        client
+                            .create_multipart_upload(&bucket, &key, &options)
+                            .await
+                    })
+                });
+                let created = creating.await;
+                self.creating = None;
+                let id = created.map_err(|e| Error::UnexpectedResponse {
+                    what: format!("the task creating the multipart upload failed: {e}"),
+                })??;
                 self.upload_id = Some(id.clone());
                 id
             }
@@ -386,6 +407,11 @@ impl ObjectWriter {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.block = None;
+        if let Some(creating) = self.creating.take()
+            && let Ok(Ok(id)) = creating.await
+        {
+            self.upload_id = Some(id);
+        }
         match self.upload_id.take() {
             Some(id) => {
                 self.client
@@ -399,15 +425,26 @@ impl ObjectWriter {
 
 impl Drop for ObjectWriter {
     fn drop(&mut self) {
-        // Finished and aborted writers have no upload left: `complete` and `abort_upload` take it.
-        let Some(upload_id) = self.upload_id.take() else {
+        // Finished and aborted writers have no upload left: `complete` and `abort_upload` take it
+        // (and the creation in flight, if a call was cancelled during it).
+        let creating = self.creating.take();
+        if self.upload_id.is_none() && creating.is_none() {
             return;
-        };
+        }
+        let upload_id = self.upload_id.take();
         self.tasks.abort_all();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let (client, bucket, key) =
                 (self.client.clone(), self.bucket.clone(), self.key.clone());
             runtime.spawn(async move {
+                let upload_id = match (upload_id, creating) {
+                    (Some(id), _) => id,
+                    (None, Some(creating)) => match creating.await {
+                        Ok(Ok(id)) => id,
+                        _ => return,
+                    },
+                    (None, None) => return,
+                };
                 let _ = client
                     .abort_multipart_upload(&bucket, &key, &upload_id)
                     .await;

@@ -486,6 +486,70 @@ async fn a_refused_conditional_completion_is_aborted() {
     .await;
 }
 
+/// A write cancelled while the writer's CreateMultipartUpload is in flight does not lose the
+/// upload it creates: the creation goes on as a task of its own, and the failed writer's `finish`
+/// (or its drop) aborts that upload once its id arrives.
+#[tokio::test]
+async fn a_write_cancelled_while_the_upload_is_created_still_aborts_it() {
+    bounded(async {
+        let (endpoint, seen) = stand_in(Arc::new(|_, head: &RequestHead| {
+            match (head.method(), head.target().ends_with("?uploads=")) {
+                ("POST", true) => Action::RespondLate {
+                    delay: Duration::from_millis(300),
+                    body: b"<InitiateMultipartUploadResult><Bucket>bucket</Bucket><Key>key</Key><UploadId>UP1</UploadId></InitiateMultipartUploadResult>".to_vec(),
+                },
+                ("DELETE", _) => Action::Respond {
+                    status: 204,
+                    headers: vec![],
+                    body: vec![],
+                },
+                _ => Action::Respond {
+                    status: 400,
+                    headers: vec![],
+                    body: b"<Error><Code>Unexpected</Code><Message>unexpected request</Message></Error>".to_vec(),
+                },
+            }
+        }))
+        .await;
+        let c = client(&endpoint, RetryPolicy::none(), LIMIT);
+        let options = brisk_client::TransferOptions {
+            part_size: 5 * 1024 * 1024,
+            ..brisk_client::TransferOptions::default()
+        };
+        let body = vec![3u8; 6 * 1024 * 1024];
+        for finish in [true, false] {
+            seen.lock().unwrap().clear();
+            let mut w = c.object_writer("bucket", "key", options.clone()).unwrap();
+            // Cancelled while the creation waits for its late answer.
+            let written =
+                tokio::time::timeout(Duration::from_millis(50), w.write(&body)).await;
+            assert!(written.is_err(), "the write waits for the creation");
+            if finish {
+                let err = w.finish().await.unwrap_err();
+                assert!(err.to_string().contains("cancelled"), "{err}");
+            } else {
+                drop(w);
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+                while seen.lock().unwrap().len() < 2 && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            let requests: Vec<String> = seen
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|s| format!("{} {}", s.method, s.target))
+                .collect();
+            assert_eq!(
+                requests,
+                ["POST /bucket/key?uploads=", "DELETE /bucket/key?uploadId=UP1"],
+                "finish: {finish}"
+            );
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_large_body_waits_for_100_continue_and_is_not_sent_when_refused() {
     bounded(async {
