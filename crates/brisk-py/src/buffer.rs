@@ -356,7 +356,7 @@ impl ReadableBuffer {
 
 /// Part of a block lent to a Python `readinto` as a writable buffer, for one call.
 ///
-/// It exports through the buffer protocol like [`Buffer`], counting its views; [`read_into_part`]
+/// It exports through the buffer protocol like [`Buffer`], counting its views; [`readinto_spare`]
 /// closes it when `readinto` returns (no new views) and then counts what is still exported.
 #[pyclass(module = "brisk", frozen)]
 struct LentWindow {
@@ -395,9 +395,10 @@ impl LentWindow {
         let (addr, len) = (this.addr, this.len);
         // SAFETY: `view` is a valid Py_buffer for Python to fill (checked non-null). The memory
         // (`len` bytes at `addr`, writable) is the unfilled part of a pooled block that
-        // `read_into_part` borrows mutably for as long as the window is open, and that is never
+        // `readinto_spare` borrows mutably for as long as the window is open, and that is never
         // reused while a view of it exists: views still exported when the call returns make
-        // `read_into_part` abandon the block (it stays mapped and out of the pool for good).
+        // `count_lent_read`, which its callers call at once with nothing in between, abandon the
+        // block (it stays mapped and out of the pool for good).
         unsafe { fill_view(view, slf.into_any(), addr as *mut u8, len, false, flags) };
         Ok(())
     }
@@ -424,6 +425,18 @@ pub fn read_into_part(
 ) -> PyResult<usize> {
     use crate::errors::IntoPyResult;
     let spare = crate::runtime::wait(py, writer.spare())?.py_err(py)?;
+    let read = readinto_spare(py, fileobj, spare);
+    count_lent_read(writer, read)
+}
+
+/// What [`readinto_spare`] gave: the bytes read, or the exception and whether the file object
+/// kept a view of the memory (which must then never be reused).
+pub type LentRead = Result<usize, (PyErr, bool)>;
+
+/// One `fileobj.readinto(view)` with `view` a writable memoryview of `spare` (the unfilled rest of
+/// a writer's part, from [`brisk_client::ObjectWriter::spare`]), checked as
+/// [`read_into_part`] says; the caller counts the outcome with [`count_lent_read`].
+pub fn readinto_spare(py: Python<'_>, fileobj: &Bound<'_, PyAny>, spare: &mut [u8]) -> LentRead {
     let window = Bound::new(
         py,
         LentWindow {
@@ -432,7 +445,8 @@ pub fn read_into_part(
             exports: AtomicUsize::new(0),
             open: std::sync::atomic::AtomicBool::new(true),
         },
-    )?;
+    )
+    .map_err(|e| (e, false))?;
     let lent = window.get().len;
     let read = pyo3::types::PyMemoryView::from(window.as_any()).and_then(|view| {
         let read = fileobj.call_method1("readinto", (&view,));
@@ -444,29 +458,104 @@ pub fn read_into_part(
     let this = window.get();
     this.open.store(false, Ordering::Release);
     if this.exports.load(Ordering::Acquire) > 0 {
-        writer.abandon_part("the file object kept a view of the buffer lent to its readinto");
-        return Err(PyBufferError::new_err(
-            "the file object kept a view of the buffer brisk lent to its readinto(); the upload is abandoned",
+        return Err((
+            PyBufferError::new_err(
+                "the file object kept a view of the buffer brisk lent to its readinto(); the upload is abandoned",
+            ),
+            true,
         ));
     }
-    let read = read?;
+    let read = read.map_err(|e| (e, false))?;
     if read.is_none() {
-        return Err(PyValueError::new_err(
-            "readinto() returned None: the file object is non-blocking and had no data; pass a blocking one",
+        return Err((
+            PyValueError::new_err(
+                "readinto() returned None: the file object is non-blocking and had no data; pass a blocking one",
+            ),
+            false,
         ));
     }
     let n: usize = read.extract().map_err(|_| {
-        PyValueError::new_err(format!(
-            "readinto() returned {}, not a number of bytes",
-            read.repr()
-                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
-        ))
+        (
+            PyValueError::new_err(format!(
+                "readinto() returned {}, not a number of bytes",
+                read.repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            )),
+            false,
+        )
     })?;
     if n > lent {
-        return Err(PyValueError::new_err(format!(
-            "readinto() said it read {n} bytes into a buffer of {lent}"
-        )));
+        return Err((
+            PyValueError::new_err(format!(
+                "readinto() said it read {n} bytes into a buffer of {lent}"
+            )),
+            false,
+        ));
     }
-    writer.advance(n);
     Ok(n)
+}
+
+/// Counts a [`readinto_spare`] in `writer`: the bytes read, or, when the file object kept a
+/// view, the part abandoned (which fails the writer).
+pub fn count_lent_read(writer: &mut brisk_client::ObjectWriter, read: LentRead) -> PyResult<usize> {
+    match read {
+        Ok(n) => {
+            writer.advance(n);
+            Ok(n)
+        }
+        Err((e, kept_view)) => {
+            if kept_view {
+                writer
+                    .abandon_part("the file object kept a view of the buffer lent to its readinto");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// A new `bytes` object of a given length, filled after it is made, possibly on another thread
+/// and without the GIL (an awaitable `read`): until [`into_bytes`](Self::into_bytes) hands it to
+/// Python, nothing else holds a reference to it.
+#[derive(Debug)]
+pub struct NewBytes {
+    bytes: Py<PyBytes>,
+    addr: usize,
+    len: usize,
+}
+
+impl NewBytes {
+    /// `len` zero bytes.
+    pub fn new(py: Python<'_>, len: usize) -> PyResult<Self> {
+        let bytes = PyBytes::new_with(py, len, |_| Ok(()))?;
+        let addr = bytes.as_bytes().as_ptr() as usize;
+        Ok(Self {
+            bytes: bytes.unbind(),
+            addr,
+            len,
+        })
+    }
+
+    /// The bytes to fill.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: `addr` is the data of the `bytes` object `self.bytes` keeps alive (a bytes
+        // object's data is inline and never moves), `len` bytes long. The object was made by
+        // `new` and not handed out: no Python code can read it or share it, so writing through a
+        // `&mut self` borrow (one at a time) is writing memory only this value owns, as
+        // `PyBytes::new_with`'s own initialiser does, and needs no GIL.
+        unsafe { std::slice::from_raw_parts_mut(self.addr as *mut u8, self.len) }
+    }
+
+    /// The object for Python: all of it when `filled` is its length, else a copy of the first
+    /// `filled` bytes.
+    pub fn into_bytes(self, py: Python<'_>, filled: usize) -> Py<PyAny> {
+        if filled >= self.len {
+            return self.bytes.into_any();
+        }
+        PyBytes::new(py, &self.bytes.bind(py).as_bytes()[..filled])
+            .into_any()
+            .unbind()
+    }
 }

@@ -31,10 +31,10 @@ use crate::aio;
 use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
 use crate::progress::Progress;
-use crate::reader::ObjectReader;
+use crate::reader::{AsyncObjectReader, ObjectReader};
 use crate::runtime::{spawn_wait, wait};
 use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
-use crate::writer::ObjectWriter;
+use crate::writer::{AsyncObjectWriter, ObjectWriter};
 
 /// An S3 client with a memory budget.
 #[pyclass(module = "brisk", frozen)]
@@ -1358,45 +1358,248 @@ impl Client {
         )
     }
 
-    /// `download` as a coroutine (no progress callback).
-    #[pyo3(signature = (bucket, key, path, *, size=None))]
+    /// `download` as a coroutine; `progress(bytes_done, total)` is called from brisk's runtime
+    /// (not the event loop) at most every 0.1 s and once at the end.
+    #[pyo3(signature = (bucket, key, path, *, progress=None, size=None))]
+    #[allow(clippy::too_many_arguments)]
     fn download_async<'py>(
         &self,
         py: Python<'py>,
         bucket: String,
         key: String,
         path: PathBuf,
+        progress: Option<Py<PyAny>>,
         size: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.download_options(None, size);
-        aio::spawn(
+        let Some(callback) = progress else {
+            let options = self.download_options(None, size);
+            return aio::spawn(
+                py,
+                async move { client.download(&bucket, &key, &path, options).await },
+                |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+            );
+        };
+        let counter = TransferProgress::new();
+        let options = self.download_options(Some(counter.clone()), size);
+        aio::spawn_with(
             py,
-            async move { client.download(&bucket, &key, &path, options).await },
+            async move {
+                // The total is the size given, or comes from a HEAD, as for `download`.
+                let total = match size {
+                    Some(size) => size,
+                    None => {
+                        let head = client.head(&bucket, &key).await;
+                        head.map_err(aio::py_error)?.content_length
+                    }
+                };
+                let mut progress = Progress::new(Some(callback), Some(total));
+                let job = client.download(&bucket, &key, &path, options);
+                let size = aio::report_while(job, &counter, &mut progress).await?;
+                aio::in_python(|py| progress.finish(py, size))?;
+                Ok::<_, PyErr>(size)
+            },
             |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
         )
     }
 
-    /// `upload` as a coroutine (no progress callback).
+    /// `upload` as a coroutine; `progress(bytes_sent, total)` is called from brisk's runtime (not
+    /// the event loop) at most every 0.1 s and once at the end.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (path, bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[pyo3(signature = (path, bucket, key, *, progress=None, content_type=None, if_none_match=None, metadata=None, headers=None))]
     fn upload_async<'py>(
         &self,
         py: Python<'py>,
         path: PathBuf,
         bucket: String,
         key: String,
+        progress: Option<Py<PyAny>>,
         content_type: Option<String>,
         if_none_match: Option<&str>,
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        let counter = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(counter.clone()),
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
+        };
+        let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let mut progress = Progress::new(progress, Some(total));
+        aio::spawn_with(
+            py,
+            async move {
+                let job = client.upload(&bucket, &key, &path, options);
+                let result = aio::report_while(job, &counter, &mut progress).await?;
+                aio::in_python(|py| progress.finish(py, result.size))?;
+                Ok::<_, PyErr>(result)
+            },
+            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
+        )
+    }
+
+    /// `upload_fileobj` as a coroutine: the file object's `readinto` (or `read`) and `progress`
+    /// are called from brisk's runtime with the GIL (not from the event loop), as the blocking
+    /// form calls them from the caller's thread; the file object must not be used elsewhere
+    /// until it completes.
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn upload_fileobj_async<'py>(
+        &self,
+        py: Python<'py>,
+        fileobj: &Bound<'py, PyAny>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let readinto = crate::fileobj::source_kind(fileobj)?;
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(sent.clone()),
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
+        };
+        let writer = self
+            .inner()
+            .object_writer(bucket, key, options)
+            .py_err(py)?;
+        let progress = Progress::new(progress, None);
+        let fileobj = fileobj.clone().unbind();
+        aio::spawn_with(
+            py,
+            crate::fileobj::upload_fileobj_async(fileobj, readinto, writer, sent, progress),
+            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
+        )
+    }
+
+    /// `download_fileobj` as a coroutine: the file object's `write` and `progress` are called
+    /// from brisk's runtime with the GIL (not from the event loop), in order; the file object must
+    /// not be used elsewhere until it completes.
+    #[pyo3(signature = (bucket, key, fileobj, *, progress=None))]
+    fn download_fileobj_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        fileobj: &Bound<'py, PyAny>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let write = crate::fileobj::write_method(fileobj)?.unbind();
+        let options = self.transfer_options(None);
+        aio::spawn_with(
+            py,
+            crate::fileobj::download_fileobj_async(
+                self.inner(),
+                bucket,
+                key,
+                write,
+                options,
+                progress,
+            ),
+            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    /// `open_reader` as a coroutine: a `brisk.AsyncObjectReader` (awaitable `read`, `readinto`,
+    /// `close`; `async with`) once the response head has arrived.
+    #[pyo3(signature = (bucket, key, *, offset=0))]
+    fn open_reader_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        offset: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        AsyncObjectReader::open(py, self.inner(), bucket, key, offset)
+    }
+
+    /// `open_writer` as a coroutine: a `brisk.AsyncObjectWriter` (awaitable `write`, `close`,
+    /// `abort`; `async with`). Nothing is sent until the first part is full.
+    #[pyo3(signature = (bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn open_writer_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let writer = self
+            .inner()
+            .object_writer(
+                bucket,
+                key,
+                self.upload_options(content_type, metadata, headers, if_none_match)?,
+            )
+            .py_err(py)?;
+        let writer = Py::new(py, AsyncObjectWriter::new(bucket, key, writer))?;
+        aio::ready(py, writer.into_any())
+    }
+
+    /// `delete_many` as a coroutine.
+    fn delete_many_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        keys: Vec<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
         aio::spawn(
             py,
-            async move { client.upload(&bucket, &key, &path, options).await },
-            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
+            async move { client.delete_many(&bucket, &keys).await },
+            |py, result| {
+                let failed: Vec<(String, String)> =
+                    result.errors.into_iter().map(|e| (e.key, e.code)).collect();
+                Ok(failed.into_pyobject(py)?.into_any().unbind())
+            },
+        )
+    }
+
+    /// `create_bucket` as a coroutine.
+    fn create_bucket_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { client.create_bucket(&bucket).await },
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    /// `delete_bucket` as a coroutine.
+    fn delete_bucket_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { client.delete_bucket(&bucket).await },
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    /// `list_buckets` as a coroutine.
+    fn list_buckets_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let client = self.inner();
+        aio::spawn(
+            py,
+            async move { client.list_buckets().await },
+            |py, buckets| {
+                let names: Vec<String> = buckets.into_iter().map(|b| b.name).collect();
+                Ok(names.into_pyobject(py)?.into_any().unbind())
+            },
         )
     }
 }

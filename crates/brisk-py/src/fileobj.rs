@@ -10,12 +10,20 @@
 //!   Python lets go of it). Parallel ranges, as boto3's `download_fileobj` makes them: one
 //!   connection carries far less than a link with a round trip. A stored full-object checksum is
 //!   checked as the object ends: a mismatch raises after the bytes were written, as for any stream.
+//!
+//! The asyncio forms (`upload_fileobj_async`, `download_fileobj_async`) do the same in one task
+//! on brisk's runtime: the file object's `readinto`/`read`/`write` and the progress callback are
+//! called from the runtime's worker with the GIL taken for each call
+//! ([`crate::aio::in_python`]), as the blocking forms call them from the caller's thread; the
+//! event loop goes on meanwhile. The file object must not be used elsewhere until the call is
+//! done.
 
 use brisk_client::{ObjectWriter, TransferProgress};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::buffer::{Buffer, ReadableBuffer, read_into_part};
+use crate::aio::{in_python, py_error};
+use crate::buffer::{Buffer, ReadableBuffer, count_lent_read, read_into_part, readinto_spare};
 use crate::errors::IntoPyResult;
 use crate::progress::Progress;
 use crate::runtime::wait;
@@ -33,7 +41,7 @@ pub fn upload_fileobj(
     sent: &TransferProgress,
     mut progress: Progress,
 ) -> PyResult<brisk_client::UploadResult> {
-    let copied = if fileobj.hasattr("readinto")? {
+    let copied = if source_kind(fileobj)? {
         loop {
             match read_into_part(py, fileobj, &mut writer) {
                 Ok(0) => break Ok(()),
@@ -45,13 +53,8 @@ pub fn upload_fileobj(
                 Err(e) => break Err(e),
             }
         }
-    } else if fileobj.hasattr("read")? {
-        copy_reads(py, fileobj, &mut writer, sent, &mut progress)
     } else {
-        Err(PyTypeError::new_err(format!(
-            "upload_fileobj needs a binary file object with readinto() or read(), not {}",
-            fileobj.get_type().name()?
-        )))
+        copy_reads(py, fileobj, &mut writer, sent, &mut progress)
     };
     if let Err(e) = copied {
         let _ = wait(py, writer.abort());
@@ -60,6 +63,81 @@ pub fn upload_fileobj(
     let result = wait(py, writer.finish())?.py_err(py)?;
     progress.finish(py, result.size)?;
     Ok(result)
+}
+
+/// How an upload reads a file object: `readinto` straight into the parts, else `read` copied in;
+/// a `TypeError` for an object with neither.
+pub fn source_kind(fileobj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if fileobj.hasattr("readinto")? {
+        Ok(true)
+    } else if fileobj.hasattr("read")? {
+        Ok(false)
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "upload_fileobj needs a binary file object with readinto() or read(), not {}",
+            fileobj.get_type().name()?
+        )))
+    }
+}
+
+/// [`upload_fileobj`] as a task on the runtime (`readinto` says which way `fileobj` is read: see
+/// [`source_kind`]).
+pub async fn upload_fileobj_async(
+    fileobj: Py<PyAny>,
+    readinto: bool,
+    mut writer: ObjectWriter,
+    sent: TransferProgress,
+    mut progress: Progress,
+) -> PyResult<brisk_client::UploadResult> {
+    let copied = copy_into_writer(&fileobj, readinto, &mut writer, &sent, &mut progress).await;
+    if let Err(e) = copied {
+        let _ = writer.abort().await;
+        return Err(e);
+    }
+    let result = writer.finish().await.map_err(py_error)?;
+    in_python(|py| progress.finish(py, result.size))?;
+    Ok(result)
+}
+
+/// Everything `fileobj` yields into `writer`'s parts, from the runtime's worker.
+async fn copy_into_writer(
+    fileobj: &Py<PyAny>,
+    readinto: bool,
+    writer: &mut ObjectWriter,
+    sent: &TransferProgress,
+    progress: &mut Progress,
+) -> PyResult<()> {
+    loop {
+        let read = if readinto {
+            let spare = writer.spare().await.map_err(py_error)?;
+            let read = in_python(|py| readinto_spare(py, fileobj.bind(py), spare));
+            count_lent_read(writer, read)?
+        } else {
+            let data = in_python(|py| read_chunk(fileobj.bind(py)))?;
+            let n = data.as_slice().len();
+            if n > 0 {
+                writer.write(data.as_slice()).await.map_err(py_error)?;
+            }
+            n
+        };
+        if read == 0 {
+            return Ok(());
+        }
+        in_python(|py| progress.tick(py, sent.bytes()))?;
+    }
+}
+
+/// One `fileobj.read(READ_SIZE)`, checked to be bytes (empty at the end).
+fn read_chunk(fileobj: &Bound<'_, PyAny>) -> PyResult<ReadableBuffer> {
+    let data = fileobj.call_method1("read", (READ_SIZE,))?;
+    if data.is_none() {
+        return Err(PyTypeError::new_err(
+            "read() returned None: the file object is non-blocking and had no data; pass a blocking one",
+        ));
+    }
+    ReadableBuffer::get(&data).map_err(|_| {
+        PyTypeError::new_err("read() returned text, not bytes: open the file in binary mode ('rb')")
+    })
 }
 
 /// For a file object with `read` only: each read's bytes copied into the parts.
@@ -71,17 +149,7 @@ fn copy_reads(
     progress: &mut Progress,
 ) -> PyResult<()> {
     loop {
-        let data = fileobj.call_method1("read", (READ_SIZE,))?;
-        if data.is_none() {
-            return Err(PyTypeError::new_err(
-                "read() returned None: the file object is non-blocking and had no data; pass a blocking one",
-            ));
-        }
-        let bytes = ReadableBuffer::get(&data).map_err(|_| {
-            PyTypeError::new_err(
-                "read() returned text, not bytes: open the file in binary mode ('rb')",
-            )
-        })?;
+        let bytes = read_chunk(fileobj)?;
         let bytes = bytes.as_slice();
         if bytes.is_empty() {
             return Ok(());
@@ -89,6 +157,46 @@ fn copy_reads(
         wait(py, writer.write(bytes))?.py_err(py)?;
         progress.tick(py, sent.bytes())?;
     }
+}
+
+/// `fileobj.write`, or a `TypeError` saying a download needs it.
+pub fn write_method<'py>(fileobj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fileobj.getattr("write").map_err(|_| {
+        PyTypeError::new_err(format!(
+            "download_fileobj needs a binary file object with write(), not {}",
+            fileobj
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        ))
+    })
+}
+
+/// [`download_fileobj`] as a task on the runtime (`write` is the file object's `write`).
+pub async fn download_fileobj_async(
+    client: brisk_client::Client,
+    bucket: String,
+    key: String,
+    write: Py<PyAny>,
+    options: brisk_client::TransferOptions,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<u64> {
+    let mut reader = client
+        .read_ahead(&bucket, &key, &options)
+        .await
+        .map_err(py_error)?;
+    let mut progress = Progress::new(progress, Some(reader.content_length()));
+    let mut size = 0u64;
+    while let Some((block, len)) = reader.next_block().await.map_err(py_error)? {
+        size += len as u64;
+        in_python(|py| {
+            let buffer = Bound::new(py, Buffer::block(block, len))?;
+            write_all(write.bind(py), &buffer, len)?;
+            progress.tick(py, size)
+        })?;
+    }
+    in_python(|py| progress.finish(py, size))?;
+    Ok(size)
 }
 
 /// The object `bucket`/`key` written to `fileobj` front to back; returns its size.
@@ -101,15 +209,7 @@ pub fn download_fileobj(
     options: brisk_client::TransferOptions,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<u64> {
-    let write = fileobj.getattr("write").map_err(|_| {
-        PyTypeError::new_err(format!(
-            "download_fileobj needs a binary file object with write(), not {}",
-            fileobj
-                .get_type()
-                .name()
-                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
-        ))
-    })?;
+    let write = write_method(fileobj)?;
     // A HEAD, then ranged GETs of a part each, `parts_in_flight` ahead of this thread, pinned to
     // the HEAD's ETag; the blocks come back in order (`Client::read_ahead`).
     let mut reader = wait(py, client.read_ahead(&bucket, &key, &options))?.py_err(py)?;

@@ -8,7 +8,8 @@
 //! - [`errors`]: Rust errors as the exceptions of `brisk.errors`.
 //! - [`types`]: metadata, listing entries, results.
 //! - [`reader`]: `brisk.ObjectReader`, an object opened as a file for reading over one streamed GET;
-//!   [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object;
+//!   [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object
+//!   (each with an asyncio form, `AsyncObjectReader` and `AsyncObjectWriter`);
 //!   [`fileobj`]: `upload_fileobj` and `download_fileobj` with Python file objects.
 
 use pyo3::prelude::*;
@@ -41,7 +42,9 @@ fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::UploadResult>()?;
     m.add_class::<writer::ObjectWriter>()?;
+    m.add_class::<writer::AsyncObjectWriter>()?;
     m.add_class::<reader::ObjectReader>()?;
+    m.add_class::<reader::AsyncObjectReader>()?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! A caller's `progress(done, total)` callback, called from the calling thread with the GIL held:
 //! when the count moved, at most every [`PROGRESS_INTERVAL`] from a loop that runs in Python's
-//! thread, and once at the end.
+//! thread, and once at the end. The asyncio variants call it the same way from the runtime's
+//! worker that runs the transfer (`aio::in_python`), never from the event loop.
 
 use std::time::Instant;
 
@@ -30,6 +31,11 @@ impl Progress {
             last_done: None,
             last_call: Instant::now(),
         }
+    }
+
+    /// Whether there is a callback to call (without one, every report does nothing).
+    pub fn has_callback(&self) -> bool {
+        self.callback.is_some()
     }
 
     /// Reports `done` (never more than a known total) if it moved since the last report: for

@@ -6,44 +6,235 @@
 //! network, a round trip) per block. `readinto` reads from the socket straight into the caller's
 //! buffer; `read(n)` into a new `bytes` of `n`. Memory is one connection's, whatever the size.
 //!
-//! `seek` forward by at most [`SKIP_LIMIT`] reads and drops the bytes in between (cheaper than a
-//! new request); any other seek drops the response, and the next read starts a new one from there
+//! `seek` makes no request: after a seek forward by at most [`SKIP_LIMIT`] the next read reads
+//! through the bytes in between on the open response (cheaper than a new request); after any
+//! other seek the response is dropped, and the next read starts a new one from there
 //! (`Range: bytes=N-`, pinned to the object's ETag, so a changed object is `ObjectChanged`). Read
 //! from the start to the end without a seek, the object's stored checksum is checked at the end.
+//!
+//! `brisk.AsyncObjectReader` (`Client.open_reader_async`) is the same reader for asyncio: its
+//! reads are awaitables run on brisk's runtime, one at a time.
 
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use brisk_client::ObjectStream;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::buffer::WritableBuffer;
-use crate::errors::IntoPyResult;
+use crate::aio;
+use crate::buffer::{NewBytes, WritableBuffer};
+use crate::errors;
 use crate::runtime::wait;
 
 /// A forward seek of at most this many bytes reads through them on the open response (1 MiB:
 /// on loopback a new request costs about what reading 1 MiB does; on a real network far more).
 pub const SKIP_LIMIT: u64 = 1024 * 1024;
 
-/// An object opened for reading (see the module docs).
-#[pyclass(module = "brisk", frozen)]
+/// What a reader knows of its object, shared by the blocking and the awaitable reader.
 #[derive(Debug)]
-pub struct ObjectReader {
+struct Opened {
     client: brisk_client::Client,
     bucket: String,
     key: String,
     size: u64,
     etag: Option<String>,
-    state: Mutex<ReaderState>,
 }
 
+/// Where a reader is.
 #[derive(Debug)]
 struct ReaderState {
-    /// The response being read, positioned at `pos`; none after a seek, a failure or the end.
+    /// The response being read, positioned at `stream_at`; none after a seek it cannot serve, a
+    /// failure or the end.
     stream: Option<ObjectStream>,
+    /// Where `stream` is: `pos`, or before it by a forward seek of at most [`SKIP_LIMIT`] that
+    /// the next read reads through.
+    stream_at: u64,
     pos: u64,
     closed: bool,
+}
+
+/// Why a read failed.
+enum ReadFailure {
+    Client(brisk_client::Error),
+    /// The response ended before the object did.
+    Ended(String),
+}
+
+impl From<brisk_client::Error> for ReadFailure {
+    fn from(e: brisk_client::Error) -> Self {
+        Self::Client(e)
+    }
+}
+
+impl aio::TaskError for ReadFailure {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Self::Client(e) => errors::to_py(py, e),
+            Self::Ended(what) => PyRuntimeError::new_err(what),
+        }
+    }
+}
+
+impl Opened {
+    /// Opens `bucket`/`key` at `offset` (the response head has arrived).
+    async fn open(
+        client: brisk_client::Client,
+        bucket: String,
+        key: String,
+        offset: u64,
+    ) -> Result<(Self, ReaderState), brisk_client::Error> {
+        let stream = client.get_stream_from(&bucket, &key, offset).await?;
+        let size = offset + stream.content_length();
+        let etag = stream.etag().map(str::to_owned);
+        let opened = Self {
+            client,
+            bucket,
+            key,
+            size,
+            etag,
+        };
+        let state = ReaderState {
+            stream: Some(stream),
+            stream_at: offset,
+            pos: offset,
+            closed: false,
+        };
+        Ok((opened, state))
+    }
+
+    /// Fills `dst` from `state.pos` (fewer bytes only at the end of the object), starting a
+    /// response if none is open there; moves the position past what it read. The response is
+    /// held by this future while it reads and the position moves only when it is done, so a read
+    /// that fails or is cancelled (the future dropped) reads nothing: the position stays, and the
+    /// next read starts a new response from there.
+    async fn fill(&self, state: &mut ReaderState, dst: &mut [u8]) -> Result<usize, ReadFailure> {
+        let mut pos = state.pos;
+        let want = dst.len().min((self.size - pos) as usize);
+        let mut stream = self.catch_up(state).await?;
+        let mut filled = 0;
+        while filled < want {
+            let open = match stream.take() {
+                Some(open) => open,
+                None => {
+                    let etag = self.etag.as_deref().unwrap_or_default();
+                    let range = self.client.get_range_stream(
+                        &self.bucket,
+                        &self.key,
+                        etag,
+                        pos,
+                        self.size - pos,
+                    );
+                    range.await?
+                }
+            };
+            let open = stream.insert(open);
+            // Sleep until the socket holds what this read wants (or the rest of the object), not
+            // for every segment that arrives.
+            open.wake_after(want - filled);
+            let n = open.read(&mut dst[filled..want]).await?;
+            if n == 0 {
+                return Err(ReadFailure::Ended(format!(
+                    "{}/{} ended at byte {pos} of {}",
+                    self.bucket, self.key, self.size
+                )));
+            }
+            filled += n;
+            pos += n as u64;
+        }
+        match stream {
+            // The end: a whole-object stream checks its checksum here, and gives its connection
+            // back to the pool.
+            Some(mut open) if pos == self.size => {
+                open.read(&mut [0u8; 1]).await?;
+            }
+            Some(open) => {
+                state.stream = Some(open);
+                state.stream_at = pos;
+            }
+            None => {}
+        }
+        state.pos = pos;
+        Ok(filled)
+    }
+
+    /// The open response, taken out of `state` and moved to the position (reading through the
+    /// bytes a short forward seek skipped), or none if there is no response to continue.
+    async fn catch_up(&self, state: &mut ReaderState) -> Result<Option<ObjectStream>, ReadFailure> {
+        let Some(mut stream) = state.stream.take() else {
+            return Ok(None);
+        };
+        let mut scratch = [0u8; 16 * 1024];
+        while state.stream_at < state.pos {
+            let want = ((state.pos - state.stream_at) as usize).min(scratch.len());
+            stream.wake_after(want);
+            let n = stream.read(&mut scratch[..want]).await?;
+            if n == 0 {
+                return Err(ReadFailure::Ended(format!(
+                    "{}/{} ended at byte {} of {}",
+                    self.bucket, self.key, state.stream_at, self.size
+                )));
+            }
+            state.stream_at += n as u64;
+        }
+        Ok(Some(stream))
+    }
+
+    /// Moves `state` to `offset` from the start (`whence` 0), the position (1) or the end (2);
+    /// returns the new position. Nothing is requested: the next read reads through a short
+    /// forward seek on the open response, or starts a new one.
+    fn seek(&self, state: &mut ReaderState, offset: i64, whence: i32) -> PyResult<u64> {
+        let base = match whence {
+            0 => 0i128,
+            1 => i128::from(state.pos),
+            2 => i128::from(self.size),
+            _ => return Err(PyValueError::new_err(format!("invalid whence ({whence})"))),
+        };
+        let target = base + i128::from(offset);
+        if target < 0 {
+            return Err(PyValueError::new_err(format!(
+                "negative seek position {target}"
+            )));
+        }
+        let target = u64::try_from(target).unwrap_or(u64::MAX);
+        let reads_through = target >= state.stream_at
+            && target - state.stream_at <= SKIP_LIMIT
+            && target <= self.size;
+        if !reads_through {
+            state.stream = None;
+        }
+        // A position past the end reads nothing, as with a file.
+        state.pos = target.min(self.size);
+        Ok(target)
+    }
+
+    /// The byte count a `read(size)` returns from `state`: `size`, or all that is left when it is
+    /// negative, never past the end.
+    fn read_len(&self, state: &ReaderState, size: i64) -> PyResult<usize> {
+        let left = self.size - state.pos;
+        let n = if size < 0 {
+            left
+        } else {
+            (size as u64).min(left)
+        };
+        usize::try_from(n)
+            .map_err(|_| PyValueError::new_err("the read is larger than this platform's memory"))
+    }
+
+    fn closed_error(&self, what: &str) -> PyErr {
+        PyValueError::new_err(format!(
+            "I/O operation on a closed {what} ({}/{})",
+            self.bucket, self.key
+        ))
+    }
+}
+
+/// An object opened for reading (see the module docs).
+#[pyclass(module = "brisk", frozen)]
+#[derive(Debug)]
+pub struct ObjectReader {
+    opened: Opened,
+    state: Mutex<ReaderState>,
 }
 
 impl ObjectReader {
@@ -55,20 +246,14 @@ impl ObjectReader {
         key: &str,
         offset: u64,
     ) -> PyResult<Self> {
-        let stream = wait(py, client.get_stream_from(bucket, key, offset))?.py_err(py)?;
-        let size = offset + stream.content_length();
-        let etag = stream.etag().map(str::to_owned);
+        let (opened, state) = wait(
+            py,
+            Opened::open(client, bucket.to_owned(), key.to_owned(), offset),
+        )?
+        .map_err(|e| errors::to_py(py, e))?;
         Ok(Self {
-            client,
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
-            size,
-            etag,
-            state: Mutex::new(ReaderState {
-                stream: Some(stream),
-                pos: offset,
-                closed: false,
-            }),
+            opened,
+            state: Mutex::new(state),
         })
     }
 
@@ -83,71 +268,14 @@ impl ObjectReader {
             }
         };
         if state.closed {
-            return Err(PyValueError::new_err(format!(
-                "I/O operation on a closed ObjectReader ({}/{})",
-                self.bucket, self.key
-            )));
+            return Err(self.opened.closed_error("ObjectReader"));
         }
         Ok(state)
     }
 
-    /// Fills `dst` from `state.pos` (fewer bytes only at the end of the object), starting a
-    /// response if none is open. A failure or an interruption drops the response: the next read
-    /// starts a new one from the position, which counts only bytes that arrived.
+    /// [`Opened::fill`] with the GIL released (Ctrl-C drops the read, and with it the response).
     fn fill(&self, py: Python<'_>, state: &mut ReaderState, dst: &mut [u8]) -> PyResult<usize> {
-        let want = dst.len().min((self.size - state.pos) as usize);
-        let mut filled = 0;
-        while filled < want {
-            if state.stream.is_none() {
-                let etag = self.etag.as_deref().unwrap_or_default();
-                let opened = wait(
-                    py,
-                    self.client.get_range_stream(
-                        &self.bucket,
-                        &self.key,
-                        etag,
-                        state.pos,
-                        self.size - state.pos,
-                    ),
-                )?
-                .py_err(py)?;
-                state.stream = Some(opened);
-            }
-            let stream = state.stream.as_mut().expect("opened above");
-            // Sleep until the socket holds what this read wants (or the rest of the object), not
-            // for every segment that arrives.
-            stream.wake_after(want - filled);
-            let read = wait(py, stream.read(&mut dst[filled..want]));
-            match read {
-                Ok(Ok(0)) => {
-                    state.stream = None;
-                    return Err(PyRuntimeError::new_err(format!(
-                        "{}/{} ended at byte {} of {}",
-                        self.bucket, self.key, state.pos, self.size
-                    )));
-                }
-                Ok(Ok(n)) => {
-                    filled += n;
-                    state.pos += n as u64;
-                }
-                Ok(Err(e)) => {
-                    state.stream = None;
-                    return Err(e).py_err(py);
-                }
-                Err(interrupted) => {
-                    state.stream = None;
-                    return Err(interrupted);
-                }
-            }
-        }
-        if state.pos == self.size {
-            // The end: a whole-object stream checks its checksum here, and gives its connection
-            // back to the pool.
-            if let Some(mut stream) = state.stream.take() {
-                wait(py, stream.read(&mut [0u8; 1]))?.py_err(py)?;
-            }
-        }
-        Ok(filled)
+        wait(py, self.opened.fill(state, dst))?.map_err(|e| aio::TaskError::into_py(e, py))
     }
 }
 
@@ -166,14 +294,7 @@ impl ObjectReader {
     #[pyo3(signature = (size=-1))]
     fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
         let mut state = self.state()?;
-        let left = self.size - state.pos;
-        let n = if size < 0 {
-            left
-        } else {
-            (size as u64).min(left)
-        };
-        let n = usize::try_from(n)
-            .map_err(|_| PyValueError::new_err("the read is larger than this platform's memory"))?;
+        let n = self.opened.read_len(&state, size)?;
         PyBytes::new_with(py, n, |bytes| {
             // The new bytes object is not visible to other Python code until this returns, so the
             // GIL may be released while it is filled (as CPython's FileIO.read does).
@@ -187,40 +308,12 @@ impl ObjectReader {
     }
 
     /// Moves to `offset` from the start (`whence` 0), the current position (1) or the end (2);
-    /// returns the new position. Nothing is requested until the next read.
+    /// returns the new position. Nothing is requested: the next read reads through a forward
+    /// seek of at most 1 MiB on the open response, or starts a new one from there.
     #[pyo3(signature = (offset, whence=0))]
-    fn seek(&self, py: Python<'_>, offset: i64, whence: i32) -> PyResult<u64> {
+    fn seek(&self, offset: i64, whence: i32) -> PyResult<u64> {
         let mut state = self.state()?;
-        let base = match whence {
-            0 => 0i128,
-            1 => i128::from(state.pos),
-            2 => i128::from(self.size),
-            _ => return Err(PyValueError::new_err(format!("invalid whence ({whence})"))),
-        };
-        let target = base + i128::from(offset);
-        if target < 0 {
-            return Err(PyValueError::new_err(format!(
-                "negative seek position {target}"
-            )));
-        }
-        let target = u64::try_from(target).unwrap_or(u64::MAX);
-        if target == state.pos {
-            return Ok(target);
-        }
-        let ahead = target.saturating_sub(state.pos);
-        if target > state.pos
-            && ahead <= SKIP_LIMIT
-            && state.stream.is_some()
-            && target <= self.size
-        {
-            let mut scratch = vec![0u8; ahead as usize];
-            self.fill(py, &mut state, &mut scratch)?;
-            return Ok(state.pos);
-        }
-        state.stream = None;
-        state.pos = target.min(self.size);
-        // A position past the end reads nothing, as with a file; tell() says where it is.
-        Ok(target)
+        self.opened.seek(&mut state, offset, whence)
     }
 
     fn tell(&self) -> PyResult<u64> {
@@ -255,22 +348,22 @@ impl ObjectReader {
     /// The object's size in bytes.
     #[getter]
     fn size(&self) -> u64 {
-        self.size
+        self.opened.size
     }
 
     #[getter]
     fn etag(&self) -> Option<&str> {
-        self.etag.as_deref()
+        self.opened.etag.as_deref()
     }
 
     #[getter]
     fn bucket(&self) -> &str {
-        &self.bucket
+        &self.opened.bucket
     }
 
     #[getter]
     fn key(&self) -> &str {
-        &self.key
+        &self.opened.key
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -291,8 +384,196 @@ impl ObjectReader {
         let at = self
             .state
             .try_lock()
-            .map(|s| format!("at {} of {}", s.pos, self.size))
+            .map(|s| format!("at {} of {}", s.pos, self.opened.size))
             .unwrap_or_else(|_| "in use".to_owned());
-        format!("<brisk.ObjectReader {}/{}: {at}>", self.bucket, self.key)
+        format!(
+            "<brisk.ObjectReader {}/{}: {at}>",
+            self.opened.bucket, self.opened.key
+        )
+    }
+}
+
+/// `brisk.AsyncObjectReader`: [`ObjectReader`] for asyncio (`Client.open_reader_async`). Reads
+/// are awaitables that run on brisk's runtime, the response held between them; `seek` and `tell`
+/// do no I/O and need no await.
+#[pyclass(module = "brisk", frozen)]
+#[derive(Debug)]
+pub struct AsyncObjectReader {
+    opened: Arc<Opened>,
+    state: Arc<tokio::sync::Mutex<ReaderState>>,
+}
+
+impl AsyncObjectReader {
+    /// Opens `bucket`/`key` at `offset`: an awaitable of the reader, once the response head has
+    /// arrived.
+    pub fn open<'py>(
+        py: Python<'py>,
+        client: brisk_client::Client,
+        bucket: String,
+        key: String,
+        offset: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        aio::spawn(
+            py,
+            Opened::open(client, bucket, key, offset),
+            |py, (opened, state)| {
+                let reader = Self {
+                    opened: Arc::new(opened),
+                    state: Arc::new(tokio::sync::Mutex::new(state)),
+                };
+                Ok(Py::new(py, reader)?.into_any())
+            },
+        )
+    }
+
+    /// The state for one operation, or an error if another one is in flight (an awaitable not yet
+    /// awaited to its end: a reader takes one operation at a time) or the reader is closed.
+    fn state(&self) -> PyResult<tokio::sync::OwnedMutexGuard<ReaderState>> {
+        let state = Arc::clone(&self.state).try_lock_owned().map_err(|_| {
+            PyRuntimeError::new_err(
+                "this AsyncObjectReader has an operation in flight; await it before the next one",
+            )
+        })?;
+        if state.closed {
+            return Err(self.opened.closed_error("AsyncObjectReader"));
+        }
+        Ok(state)
+    }
+}
+
+#[pymethods]
+impl AsyncObjectReader {
+    /// Awaitable: up to `size` bytes (all that is left when `size` is negative or omitted) as
+    /// `bytes`, filled from the socket on the runtime; `b""` at the end.
+    #[pyo3(signature = (size=-1))]
+    fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyAny>> {
+        let mut state = self.state()?;
+        let mut bytes = NewBytes::new(py, self.opened.read_len(&state, size)?)?;
+        let opened = Arc::clone(&self.opened);
+        aio::spawn_with(
+            py,
+            async move {
+                let n = opened.fill(&mut state, bytes.as_mut_slice()).await?;
+                Ok::<_, ReadFailure>((bytes, n))
+            },
+            |py, (bytes, n)| Ok(bytes.into_bytes(py, n)),
+        )
+    }
+
+    /// Awaitable: everything left, as `bytes`.
+    fn readall<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.read(py, -1)
+    }
+
+    /// Awaitable: reads into a writable C-contiguous buffer (held until it completes) until it
+    /// is full or the object ends; the bytes read (0 at the end).
+    fn readinto<'py>(
+        &self,
+        py: Python<'py>,
+        buffer: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let dst = WritableBuffer::get(buffer, "buffer")?;
+        let mut state = self.state()?;
+        let opened = Arc::clone(&self.opened);
+        aio::spawn_with(
+            py,
+            async move { opened.fill(&mut state, dst.as_mut_slice()).await },
+            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    /// Moves to `offset` from the start (`whence` 0), the current position (1) or the end (2);
+    /// returns the new position. No I/O: the next read reads through a forward seek of at most
+    /// 1 MiB on the open response, or starts a new one from there.
+    #[pyo3(signature = (offset, whence=0))]
+    fn seek(&self, offset: i64, whence: i32) -> PyResult<u64> {
+        let mut state = self.state()?;
+        self.opened.seek(&mut state, offset, whence)
+    }
+
+    fn tell(&self) -> PyResult<u64> {
+        Ok(self.state()?.pos)
+    }
+
+    fn readable(&self) -> bool {
+        true
+    }
+
+    fn seekable(&self) -> bool {
+        true
+    }
+
+    fn writable(&self) -> bool {
+        false
+    }
+
+    /// Awaitable: drops the response (its connection is closed if bytes were left unread), once
+    /// an operation in flight has ended.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = Arc::clone(&self.state);
+        aio::spawn_with(
+            py,
+            async move {
+                let mut state = state.lock_owned().await;
+                state.stream = None;
+                state.closed = true;
+                Ok::<_, PyErr>(())
+            },
+            |py, ()| Ok(py.None()),
+        )
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state.try_lock().map(|s| s.closed).unwrap_or(false)
+    }
+
+    /// The object's size in bytes.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.opened.size
+    }
+
+    #[getter]
+    fn etag(&self) -> Option<&str> {
+        self.opened.etag.as_deref()
+    }
+
+    #[getter]
+    fn bucket(&self) -> &str {
+        &self.opened.bucket
+    }
+
+    #[getter]
+    fn key(&self) -> &str {
+        &self.opened.key
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        aio::ready(py, slf.into_any().unbind())
+    }
+
+    /// Awaitable: closes the reader.
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        _exc_type: Option<&Bound<'py, PyAny>>,
+        _exc_value: Option<&Bound<'py, PyAny>>,
+        _traceback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.close(py)
+    }
+
+    fn __repr__(&self) -> String {
+        let at = self
+            .state
+            .try_lock()
+            .map(|s| format!("at {} of {}", s.pos, self.opened.size))
+            .unwrap_or_else(|_| "in use".to_owned());
+        format!(
+            "<brisk.AsyncObjectReader {}/{}: {at}>",
+            self.opened.bucket, self.opened.key
+        )
     }
 }

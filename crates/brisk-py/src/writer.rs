@@ -9,14 +9,21 @@
 //! `with` block, `abort()`, a failed write or the writer being garbage-collected unclosed aborts
 //! the upload, and nothing is stored: a file object that is dropped half-written should not leave a
 //! truncated object behind.
+//!
+//! `brisk.AsyncObjectWriter` (`Client.open_writer_async`) is the same writer for asyncio: `write`,
+//! `close`, `abort` and `flush` are awaitables. A write that fits in the part being filled is
+//! copied at once and its awaitable is already done; one that fills a part sends it from a task on
+//! brisk's runtime. A cancelled write fails the writer, so that `close` aborts instead of storing
+//! what it may have lost.
 
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::aio;
 use crate::buffer::ReadableBuffer;
-use crate::errors::IntoPyResult;
+use crate::errors::{self, IntoPyResult};
 use crate::runtime::{runtime, wait};
 use crate::types::UploadResult;
 
@@ -36,6 +43,9 @@ struct WriterState {
     /// Bytes written, kept after close for `tell()`.
     written: u64,
     result: Option<brisk_client::UploadResult>,
+    /// Set while an awaitable write runs: found set by the next call, it means that write was
+    /// cancelled (its task dropped, perhaps before it started), and its bytes may be lost.
+    writing: bool,
 }
 
 impl Drop for WriterState {
@@ -58,6 +68,7 @@ impl ObjectWriter {
                 writer: Some(writer),
                 written: 0,
                 result: None,
+                writing: false,
             }),
         }
     }
@@ -207,5 +218,232 @@ impl ObjectWriter {
             Err(_) => "in use".to_owned(),
         };
         format!("<brisk.ObjectWriter {}/{}: {what}>", self.bucket, self.key)
+    }
+}
+
+/// Why a writer whose write was cancelled stores nothing.
+fn cancelled_write() -> brisk_client::Error {
+    brisk_client::Error::InvalidArgument {
+        what: "an earlier write was cancelled before it finished; nothing will be stored".into(),
+    }
+}
+
+/// An object being written from asyncio (see the module docs).
+#[pyclass(module = "brisk", frozen)]
+#[derive(Debug)]
+pub struct AsyncObjectWriter {
+    bucket: String,
+    key: String,
+    state: Arc<tokio::sync::Mutex<WriterState>>,
+}
+
+impl AsyncObjectWriter {
+    pub fn new(bucket: &str, key: &str, writer: brisk_client::ObjectWriter) -> Self {
+        Self {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            state: Arc::new(tokio::sync::Mutex::new(WriterState {
+                writer: Some(writer),
+                written: 0,
+                result: None,
+                writing: false,
+            })),
+        }
+    }
+
+    /// The state, or an error while a write is in flight (an awaitable not yet awaited to its
+    /// end: writes go one at a time, in order).
+    fn state(&self) -> PyResult<tokio::sync::OwnedMutexGuard<WriterState>> {
+        Arc::clone(&self.state).try_lock_owned().map_err(|_| {
+            PyRuntimeError::new_err(
+                "this AsyncObjectWriter has an operation in flight; await it before the next one",
+            )
+        })
+    }
+
+    fn closed_error(&self) -> PyErr {
+        PyValueError::new_err(format!(
+            "I/O operation on a closed AsyncObjectWriter ({}/{})",
+            self.bucket, self.key
+        ))
+    }
+
+    /// An awaitable that waits for an operation in flight, then takes the writer out and ends it
+    /// with `end` (finish, `storing`, or abort); `None` once done, and nothing to do if it was
+    /// ended before.
+    fn end<'py, F>(
+        &self,
+        py: Python<'py>,
+        storing: bool,
+        end: impl FnOnce(brisk_client::ObjectWriter) -> F + Send + 'static,
+    ) -> PyResult<Bound<'py, PyAny>>
+    where
+        F: std::future::Future<Output = brisk_client::Result<Option<brisk_client::UploadResult>>>
+            + Send,
+    {
+        let state = Arc::clone(&self.state);
+        aio::spawn(
+            py,
+            async move {
+                let mut state = state.lock_owned().await;
+                let Some(writer) = state.writer.take() else {
+                    return Ok(());
+                };
+                if state.writing {
+                    // A cancelled write: what it was given may be lost, so nothing is stored
+                    // (which an abort asked for anyway).
+                    let aborted = writer.abort().await;
+                    return if storing {
+                        Err(cancelled_write())
+                    } else {
+                        aborted
+                    };
+                }
+                if let Some(result) = end(writer).await? {
+                    state.result = Some(result);
+                }
+                Ok(())
+            },
+            |py, ()| Ok(py.None()),
+        )
+    }
+}
+
+#[pymethods]
+impl AsyncObjectWriter {
+    /// Awaitable: writes `data` (any C-contiguous buffer, held until the write is done); its
+    /// length. A failure aborts the upload.
+    fn write<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let data = ReadableBuffer::get(data)?;
+        let mut state = self.state()?;
+        if state.writing {
+            return Err(errors::to_py(py, cancelled_write()));
+        }
+        let writer = state.writer.as_mut().ok_or_else(|| self.closed_error())?;
+        let len = data.as_slice().len();
+        let copied = writer.write_buffered(data.as_slice());
+        if copied == len {
+            state.written += len as u64;
+            return aio::ready(py, len.into_pyobject(py)?.into_any().unbind());
+        }
+        // Cleared by the task when it ends; a task dropped before (a cancelled awaitable) leaves
+        // it set, which fails the writer.
+        state.writing = true;
+        aio::spawn(
+            py,
+            async move {
+                let writer = state.writer.as_mut().expect("checked before the task");
+                let written = writer.write(&data.as_slice()[copied..]).await;
+                state.writing = false;
+                if let Err(e) = written {
+                    if let Some(writer) = state.writer.take() {
+                        let _ = writer.abort().await;
+                    }
+                    return Err(e);
+                }
+                state.written += len as u64;
+                Ok(len)
+            },
+            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
+
+    /// Awaitable: sends what is left and stores the object (once; later calls do nothing).
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.end(
+            py,
+            true,
+            |writer| async move { writer.finish().await.map(Some) },
+        )
+    }
+
+    /// Awaitable: gives up; nothing is stored (parts already sent are discarded).
+    fn abort<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.end(py, false, |writer| async move {
+            writer.abort().await.map(|()| None)
+        })
+    }
+
+    /// Awaitable that does nothing: a part is sent when it is full, and the rest on `close()`.
+    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let state = self.state()?;
+        if state.writer.is_none() && state.result.is_none() {
+            return Err(self.closed_error());
+        }
+        aio::ready(py, py.None())
+    }
+
+    /// Bytes written so far.
+    fn tell(&self) -> PyResult<u64> {
+        Ok(self.state()?.written)
+    }
+
+    fn writable(&self) -> bool {
+        true
+    }
+
+    fn readable(&self) -> bool {
+        false
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state
+            .try_lock()
+            .map(|s| s.writer.is_none())
+            .unwrap_or(false)
+    }
+
+    /// What `close()` stored (ETag, size, parts), or None before it.
+    #[getter]
+    fn result(&self) -> PyResult<Option<UploadResult>> {
+        Ok(self.state()?.result.clone().map(UploadResult::from))
+    }
+
+    #[getter]
+    fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    #[getter]
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    fn __aenter__<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        aio::ready(py, slf.into_any().unbind())
+    }
+
+    /// Awaitable: stores the object if the block ended normally, aborts the upload if it raised.
+    fn __aexit__<'py>(
+        &self,
+        py: Python<'py>,
+        exc_type: Option<&Bound<'py, PyAny>>,
+        _exc_value: Option<&Bound<'py, PyAny>>,
+        _traceback: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match exc_type {
+            Some(t) if !t.is_none() => self.abort(py),
+            _ => self.close(py),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let state = self.state.try_lock();
+        let what = match state.as_deref() {
+            Ok(s) if s.writer.is_some() => format!("{} bytes written", s.written),
+            Ok(s) if s.result.is_some() => format!("closed, {} bytes stored", s.written),
+            Ok(_) => "aborted".to_owned(),
+            Err(_) => "in use".to_owned(),
+        };
+        format!(
+            "<brisk.AsyncObjectWriter {}/{}: {what}>",
+            self.bucket, self.key
+        )
     }
 }

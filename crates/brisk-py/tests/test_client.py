@@ -615,6 +615,64 @@ def test_an_interrupted_download_leaves_no_temporary_file(tmp_path):
         stand_in.server_close()
 
 
+class _SlowUploadHandler(_SlowObjectHandler):
+    """The slow object, and multipart uploads whose creation is answered after 0.3 s (then aborted)."""
+
+    aborted = []
+
+    def do_POST(self):
+        time.sleep(0.3)
+        body = b"<InitiateMultipartUploadResult><UploadId>UP1</UploadId></InitiateMultipartUploadResult>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_DELETE(self):
+        self.aborted.append(self.path)
+        self.send_response(204)
+        self.end_headers()
+
+
+def test_async_readers_and_writers_take_one_operation_at_a_time():
+    """An operation in flight (a read of a slow stream, a write waiting for its multipart upload to
+    be created) refuses the next with RuntimeError until it is awaited; a write cancelled while the
+    upload is created still has that upload aborted."""
+    stand_in = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowUploadHandler)
+    threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+    body = _SlowObjectHandler.body
+    try:
+        client = brisk.Client(f"http://127.0.0.1:{stand_in.server_address[1]}", access_key_id="a",
+                              secret_access_key="b", region="us-east-1", part_size="5MiB")
+
+        async def main():
+            async with await client.open_reader_async("bucket", "slow") as f:
+                assert await f.read(10) == body[:10]
+                pending = f.read(3 * MiB)  # about 0.25 s at the stand-in's pace
+                for refused in (lambda: f.read(1), lambda: f.readinto(bytearray(1)), lambda: f.seek(0)):
+                    with pytest.raises(RuntimeError, match="in flight"):
+                        refused()
+                assert await pending == body[10 : 10 + 3 * MiB]
+                assert f.tell() == 10 + 3 * MiB
+
+            f = await client.open_writer_async("bucket", "key")
+            first = asyncio.ensure_future(f.write(payload(6 * MiB)))
+            await asyncio.sleep(0.05)  # the write waits for the upload's creation
+            with pytest.raises(RuntimeError, match="in flight"):
+                f.write(b"x")
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            with pytest.raises(brisk.Error, match="cancelled"):
+                await f.close()
+
+        asyncio.run(main())
+        assert _SlowUploadHandler.aborted == ["/bucket/key?uploadId=UP1"]
+    finally:
+        stand_in.shutdown()
+        stand_in.server_close()
+
+
 # ----- threads and asyncio ------------------------------------------------------------------------
 
 
@@ -690,6 +748,62 @@ def test_asyncio_variants(client, bucket, tmp_path):
         # Many at once on one loop.
         results = await asyncio.gather(*(client.get_range_async(bucket, "a", i, 1) for i in range(50)))
         assert [bytes(r) for r in results] == [data[i : i + 1] for i in range(50)]
+
+    asyncio.run(main())
+
+
+def test_asyncio_buckets_delete_many_and_progress(server, client, tmp_path):
+    """The asyncio forms of the bucket calls and of delete_many, and progress on upload_async and
+    download_async, called from brisk's runtime (not the loop's thread) as the totals move."""
+    name = "t-async-" + os.urandom(6).hex()
+    data = payload(20 * MiB + 5)
+    path = tmp_path / "up.bin"
+    path.write_bytes(data)
+    loop_thread = threading.get_ident()
+    seen = {"up": [], "down": []}
+
+    def recorder(which):
+        return lambda done, total: seen[which].append((done, total, threading.get_ident()))
+
+    async def main():
+        assert await client.create_bucket_async(name) is None
+        assert name in await client.list_buckets_async()
+        up = await client.upload_async(path, name, "big", progress=recorder("up"))
+        assert (up.size, up.parts) == (len(data), 3)
+        target = tmp_path / "down.bin"
+        assert await client.download_async(name, "big", target, progress=recorder("down")) == len(data)
+        assert target.read_bytes() == data
+        for i in range(3):
+            await client.put_async(name, f"k{i}", b"x")
+        assert await client.delete_many_async(name, ["k0", "k1", "k2", "big", "never-was"]) == []
+        assert await client.list_async(name) == []
+        await client.delete_bucket_async(name)
+        assert name not in await client.list_buckets_async()
+        with pytest.raises(brisk.NoSuchBucket):
+            await client.delete_bucket_async(name)
+
+    asyncio.run(main())
+    for which in ("up", "down"):
+        calls = seen[which]
+        assert calls[-1][:2] == (len(data), len(data)), which
+        assert [d for d, _, _ in calls] == sorted(d for d, _, _ in calls), which
+        assert all(t == len(data) for _, t, _ in calls), which
+        assert all(thread != loop_thread for _, _, thread in calls), which
+
+
+def test_asyncio_progress_errors_reach_the_caller(client, bucket, tmp_path):
+    path = tmp_path / "up.bin"
+    path.write_bytes(payload(30 * MiB))
+
+    def boom(done, total):
+        raise RuntimeError("stop here")
+
+    async def main():
+        with pytest.raises(RuntimeError, match="stop here"):
+            await client.upload_async(path, bucket, "k", progress=boom)
+        client.put(bucket, "d", b"x" * 1000)
+        with pytest.raises(RuntimeError, match="stop here"):
+            await client.download_async(bucket, "d", tmp_path / "d.bin", progress=boom)
 
     asyncio.run(main())
 

@@ -4,12 +4,14 @@ the multipart uploads left behind (none, whatever went wrong)."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import io
 import json
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import boto3
@@ -449,3 +451,281 @@ def test_uploads_store_the_headers_given(client, s3, bucket, tmp_path):
             client.open_writer(bucket, "refused", headers=bad)
     with pytest.raises(brisk.NoSuchKey):
         client.head(bucket, "refused")
+
+
+# ----- asyncio ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size, parts", [(0, 1), (1000, 1), (20 * MiB + 3, 3)])
+def test_an_async_writer_stores_exactly_what_was_written(client, s3, bucket, size, parts):
+    blob = data(size)
+
+    async def main():
+        async with await client.open_writer_async(bucket, "w", content_type="text/csv") as f:
+            assert isinstance(f, brisk.AsyncObjectWriter)
+            assert f.writable() and not f.readable() and not f.seekable()
+            at = 0
+            for step, kind in [(1, bytes), (7, bytearray), (9 * MiB + 1, memoryview), (size, bytes)]:
+                piece = blob[at : at + min(step, size - at)]
+                assert await f.write(kind(piece)) == len(piece)
+                at += len(piece)
+            await f.flush()
+            assert f.tell() == size and f.result is None and not f.closed
+        return f
+
+    f = asyncio.run(main())
+    assert f.closed and (f.result.size, f.result.parts) == (size, parts)
+    got = s3.get_object(Bucket=bucket, Key="w")
+    assert got["Body"].read() == blob and got["ContentType"] == "text/csv"
+    assert got["ETag"] == f.result.etag
+
+
+def test_an_async_writer_that_fails_or_is_cancelled_stores_nothing(client, s3, bucket):
+    async def main():
+        with pytest.raises(RuntimeError, match="half way"):
+            async with await client.open_writer_async(bucket, "half") as f:
+                await f.write(data(12 * MiB))  # a part has been sent: a multipart upload exists
+                raise RuntimeError("half way")
+        assert f.closed and f.result is None
+        with pytest.raises(ValueError, match="closed"):
+            await f.write(b"more")
+
+        f = await client.open_writer_async(bucket, "aborted")
+        await f.write(data(12 * MiB))
+        await f.abort()
+        assert f.closed
+
+        # A write cancelled on its way fails the writer, so close() aborts instead of storing
+        # what the write may have lost (unless the write had finished before the cancel landed:
+        # then close() stores all of it).
+        f = await client.open_writer_async(bucket, "cancelled")
+        task = asyncio.ensure_future(f.write(data(12 * MiB, seed=4)))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        try:
+            await f.close()
+            stored = True
+        except brisk.Error as e:
+            assert "cancelled" in str(e)
+            stored = False
+        await f.close()  # again: nothing happens
+
+        # abort() after a cancelled write gives up without a second error.
+        f = await client.open_writer_async(bucket, "cancelled-then-aborted")
+        task = asyncio.ensure_future(f.write(data(12 * MiB)))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await f.abort()
+        assert f.closed and f.result is None
+        return stored
+
+    stored = asyncio.run(main())
+    for key in ("half", "aborted", "cancelled-then-aborted") + (() if stored else ("cancelled",)):
+        with pytest.raises(brisk.NoSuchKey):
+            client.head(bucket, key)
+    if stored:
+        assert bytes(client.get(bucket, "cancelled")) == data(12 * MiB, seed=4)
+    no_upload_lingers(s3, bucket)
+
+
+def test_an_async_writer_with_if_none_match(client, s3, bucket):
+    async def write(key, blob):
+        async with await client.open_writer_async(bucket, key, if_none_match="*") as f:
+            await f.write(blob)
+        return f.result
+
+    async def main():
+        for size in (100, 12 * MiB):
+            blob = data(size, seed=2)
+            key = f"once-{size}"
+            assert (await write(key, blob)).size == size
+            with pytest.raises(brisk.PreconditionFailed):
+                await write(key, data(size, seed=3))
+            assert bytes(await client.get_async(bucket, key)) == blob
+        with pytest.raises(ValueError):
+            await client.open_writer_async(bucket, "x", if_none_match="etag")
+
+    asyncio.run(main())
+    assert uploads_in_progress(s3, bucket) == []
+
+
+def test_an_async_reader_reads_seeks_and_ends_like_a_file(client, bucket):
+    blob = data(5 * MiB + 17, seed=11)
+    client.put(bucket, "r", blob)
+
+    async def main():
+        before = client.metrics()["requests"]
+        async with await client.open_reader_async(bucket, "r") as f:
+            assert isinstance(f, brisk.AsyncObjectReader)
+            assert (f.size, f.readable(), f.seekable(), f.writable()) == (len(blob), True, True, False)
+            assert f.etag == client.head(bucket, "r").etag
+            assert await f.read(10) == blob[:10]
+            buf = bytearray(1 * MiB)
+            assert await f.readinto(buf) == len(buf) and buf == blob[10 : 10 + MiB]
+            at = 10 + MiB
+            pieces = []
+            while piece := await f.read(300_000):
+                pieces.append(piece)
+            assert b"".join(pieces) == blob[at:]
+            assert await f.read() == b"" and f.tell() == len(blob)
+        assert f.closed
+        # Front to back in pieces of any size: one GET (and one HEAD above).
+        assert client.metrics()["requests"] - before == 2
+
+        async with await client.open_reader_async(bucket, "r") as f:
+            assert f.seek(1000) == 1000 and await f.read(5) == blob[1000:1005]  # forward: read through
+            assert f.seek(-7, 2) == len(blob) - 7 and await f.readall() == blob[-7:]  # from the end
+            assert f.seek(3 * MiB) == 3 * MiB and await f.read(4) == blob[3 * MiB : 3 * MiB + 4]  # back
+            assert f.seek(2, 1) == 3 * MiB + 6 and await f.read(2) == blob[3 * MiB + 6 : 3 * MiB + 8]
+            assert f.seek(len(blob) + 5) == len(blob) + 5 and await f.read(10) == b""
+            with pytest.raises(ValueError):
+                f.seek(-1)
+        with pytest.raises(ValueError, match="closed"):
+            f.read(1)
+        async with await client.open_reader_async(bucket, "r", offset=5 * MiB) as f:
+            assert f.tell() == 5 * MiB and await f.read() == blob[5 * MiB :]
+        with pytest.raises(brisk.NoSuchKey):
+            await client.open_reader_async(bucket, "missing")
+        with pytest.raises(brisk.InvalidRange):
+            await client.open_reader_async(bucket, "r", offset=len(blob))
+        # A cancelled read drops the response (unless it had finished already); the next read
+        # goes on from the position, which counts only what arrived.
+        async with await client.open_reader_async(bucket, "r") as f:
+            assert await f.read(100) == blob[:100]
+            task = asyncio.ensure_future(f.read(4 * MiB))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await f.close()  # waits for the cancelled task to let go of the reader
+        async with await client.open_reader_async(bucket, "r") as f:
+            assert await f.read(100) == blob[:100]
+            task = asyncio.ensure_future(f.read(4 * MiB))
+            await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            for _ in range(100):  # the task is dropped on the runtime
+                try:
+                    at = f.tell()
+                    break
+                except RuntimeError:
+                    await asyncio.sleep(0.01)
+            assert at in (100, 100 + 4 * MiB)
+            assert await f.read(1000) == blob[at : at + 1000]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("source", ["file", "bytesio", "read-only"])
+def test_upload_fileobj_async(client, s3, bucket, tmp_path, source):
+    blob = data(13 * MiB + 11, seed=3)
+    if source == "file":
+        path = tmp_path / "src.bin"
+        path.write_bytes(blob)
+        fileobj = open(path, "rb")
+    elif source == "bytesio":
+        fileobj = io.BytesIO(blob)
+    else:
+        fileobj = ReadOnly(blob, 1 * MiB + 5)
+
+    async def main():
+        return await client.upload_fileobj_async(fileobj, bucket, "up", content_type="text/plain",
+                                                 metadata={"a": "1"}, headers={"Cache-Control": "no-cache"})
+
+    result = asyncio.run(main())
+    if hasattr(fileobj, "close"):
+        fileobj.close()
+    assert (result.size, result.parts) == (len(blob), 2)
+    got = s3.get_object(Bucket=bucket, Key="up")
+    assert got["Body"].read() == blob
+    assert (got["ContentType"], got["Metadata"], got["CacheControl"]) == ("text/plain", {"a": "1"}, "no-cache")
+
+
+def test_upload_fileobj_async_refusals_failures_and_progress(client, s3, bucket):
+    blob = data(16 * MiB + 5, seed=21)
+    seen = []
+    loop_thread = threading.get_ident()
+
+    async def main():
+        result = await client.upload_fileobj_async(
+            Slow(blob), bucket, "p", progress=lambda done, total: seen.append((done, total, threading.get_ident())))
+        assert result.size == len(blob)
+        with pytest.raises(TypeError, match="readinto"):
+            client.upload_fileobj_async(object(), bucket, "nothing")
+        broken = KeepsTheView()
+        with pytest.raises(BufferError, match="kept a view"):
+            await client.upload_fileobj_async(broken, bucket, "kept")
+        assert bytes(broken.kept[0]) == b"abc"
+
+        def boom(done, total):
+            raise RuntimeError("stop here")
+
+        with pytest.raises(RuntimeError, match="stop here"):
+            await client.upload_fileobj_async(Slow(blob), bucket, "stopped", progress=boom)
+        # Create-only, as upload_fileobj.
+        with pytest.raises(brisk.PreconditionFailed):
+            await client.upload_fileobj_async(io.BytesIO(blob), bucket, "p", if_none_match="*")
+        assert (await client.upload_fileobj_async(io.BytesIO(blob[:10]), bucket, "new", if_none_match="*")).size == 10
+
+    asyncio.run(main())
+    assert seen[-1][:2] == (len(blob), len(blob)) and len(seen) >= 2, seen
+    assert all(total is None for _, total, _ in seen[:-1])
+    assert all(thread != loop_thread for _, _, thread in seen)
+    assert s3.get_object(Bucket=bucket, Key="p")["Body"].read() == blob
+    for key in ("nothing", "kept", "stopped"):
+        with pytest.raises(brisk.NoSuchKey):
+            client.head(bucket, key)
+    assert uploads_in_progress(s3, bucket) == []
+
+
+@pytest.mark.parametrize("size", [0, 5, 9 * MiB + 7])
+def test_download_fileobj_async(client, bucket, tmp_path, size):
+    blob = data(size, seed=9)
+    client.put(bucket, "down", blob)
+    seen = []
+
+    async def main():
+        out = io.BytesIO()
+        assert await client.download_fileobj_async(bucket, "down", out, progress=lambda d, t: seen.append((d, t))) == size
+        assert out.getvalue() == blob
+        with open(tmp_path / "down.bin", "wb") as f:
+            assert await client.download_fileobj_async(bucket, "down", f) == size
+        short = ShortWrites()
+        assert await client.download_fileobj_async(bucket, "down", short) == size
+        assert bytes(short.out) == blob
+        with pytest.raises(brisk.NoSuchKey):
+            await client.download_fileobj_async(bucket, "missing", io.BytesIO())
+        with pytest.raises(TypeError, match="write"):
+            client.download_fileobj_async(bucket, "down", object())
+
+    asyncio.run(main())
+    assert (tmp_path / "down.bin").read_bytes() == blob
+    assert seen[-1] == (size, size)
+
+
+def test_the_loop_runs_while_async_file_calls_wait(client, bucket):
+    """While upload_fileobj_async and download_fileobj_async run, the event loop's thread is free:
+    another coroutine ticks on it meanwhile."""
+    blob = data(16 * MiB + 5, seed=22)
+    ticks = 0
+
+    async def ticker(stop):
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    async def main():
+        stop = asyncio.Event()
+        tick = asyncio.ensure_future(ticker(stop))
+        await client.upload_fileobj_async(Slow(blob), bucket, "slow")
+        stop.set()
+        await tick
+
+    asyncio.run(main())
+    assert ticks > 10, ticks

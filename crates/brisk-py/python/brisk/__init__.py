@@ -19,6 +19,8 @@ the `brisk://` protocol.
 from __future__ import annotations
 
 from brisk._brisk import (
+    AsyncObjectReader,
+    AsyncObjectWriter,
     Buffer,
     Client,
     ListIterator,
@@ -35,6 +37,8 @@ from brisk.errors import *  # noqa: F403
 from brisk.errors import __all__ as _errors
 
 __all__ = [
+    "AsyncObjectReader",
+    "AsyncObjectWriter",
     "Buffer",
     "Client",
     "ListIterator",

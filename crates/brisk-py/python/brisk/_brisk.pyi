@@ -152,6 +152,72 @@ class ObjectWriter:
     def __enter__(self) -> ObjectWriter: ...
     def __exit__(self, exc_type: object, exc_value: object, traceback: object) -> bool: ...
 
+class AsyncObjectReader:
+    """`ObjectReader` for asyncio (`await Client.open_reader_async(...)`): the same one streamed
+    GET, its reads awaitables that run on brisk's runtime. `seek` and `tell` do no I/O (a forward
+    seek of at most 1 MiB is read through by the next read). One operation at a time: a second
+    read while one is in flight raises `RuntimeError`. `async with` closes it."""
+
+    def read(self, size: int = -1, /) -> Awaitable[bytes]:
+        """Up to `size` bytes (all that is left if negative); `b""` at the end."""
+    def readall(self) -> Awaitable[bytes]:
+        """Everything left."""
+    def readinto(self, buffer: _BufferProtocol, /) -> Awaitable[int]:
+        """Fill a writable buffer (held until done; fewer bytes only at the end) straight from the
+        socket; the bytes read."""
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        """Move to `offset` from the start (0), the position (1) or the end (2); no I/O."""
+    def tell(self) -> int: ...
+    def readable(self) -> bool: ...
+    def seekable(self) -> bool: ...
+    def writable(self) -> bool: ...
+    def close(self) -> Awaitable[None]:
+        """Drop the response (after an operation in flight)."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def etag(self) -> str | None: ...
+    @property
+    def bucket(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    def __aenter__(self) -> Awaitable[AsyncObjectReader]: ...
+    def __aexit__(self, exc_type: object, exc_value: object, traceback: object) -> Awaitable[None]: ...
+
+class AsyncObjectWriter:
+    """`ObjectWriter` for asyncio (`await Client.open_writer_async(...)`): a write that fits in the
+    part being filled is copied at once (its awaitable already done); one that fills a part sends
+    it on brisk's runtime. Only `close()` (or leaving an `async with` block normally) stores the
+    object; an exception in the block, `abort()`, a failed or cancelled write, or garbage
+    collection of an unclosed writer stores nothing. Await each write before the next (a second
+    one in flight raises `RuntimeError`)."""
+
+    def write(self, data: _BufferProtocol, /) -> Awaitable[int]:
+        """Append `data` (any C-contiguous buffer, held until done); its length."""
+    def close(self) -> Awaitable[None]:
+        """Send what is left and store the object (later calls do nothing)."""
+    def abort(self) -> Awaitable[None]:
+        """Give up: nothing is stored."""
+    def flush(self) -> Awaitable[None]:
+        """Nothing to do: parts go when full, the rest on `close()`."""
+    def tell(self) -> int: ...
+    def writable(self) -> bool: ...
+    def readable(self) -> bool: ...
+    def seekable(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def result(self) -> UploadResult | None:
+        """What `close()` stored, or None before it."""
+    @property
+    def bucket(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    def __aenter__(self) -> Awaitable[AsyncObjectWriter]: ...
+    def __aexit__(self, exc_type: object, exc_value: object, traceback: object) -> Awaitable[None]: ...
+
 class Client:
     """An S3 client with a memory budget.
 
@@ -440,11 +506,31 @@ class Client:
     ) -> Awaitable[list[ObjectEntry]]:
         """The whole listing (or its first `limit` entries) as a list."""
     def download_async(
-        self, bucket: str, key: str, path: _Path, *, size: int | None = None
-    ) -> Awaitable[int]: ...
+        self,
+        bucket: str,
+        key: str,
+        path: _Path,
+        *,
+        progress: _Progress | None = None,
+        size: int | None = None,
+    ) -> Awaitable[int]:
+        """`download`; `progress` is called from brisk's runtime, not the event loop."""
     def upload_async(
         self,
         path: _Path,
+        bucket: str,
+        key: str,
+        *,
+        progress: _Progress | None = None,
+        content_type: str | None = None,
+        if_none_match: str | None = None,
+        metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Awaitable[UploadResult]:
+        """`upload`; `progress` is called from brisk's runtime, not the event loop."""
+    def upload_fileobj_async(
+        self,
+        fileobj: _Readable,
         bucket: str,
         key: str,
         *,
@@ -452,7 +538,33 @@ class Client:
         if_none_match: str | None = None,
         metadata: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
-    ) -> Awaitable[UploadResult]: ...
+        progress: Callable[[int, int | None], object] | None = None,
+    ) -> Awaitable[UploadResult]:
+        """`upload_fileobj`: the file object's `readinto` (or `read`) and `progress` are called
+        from brisk's runtime with the GIL, not from the event loop; leave the file object alone
+        until it completes."""
+    def download_fileobj_async(
+        self, bucket: str, key: str, fileobj: _Writable, *, progress: _Progress | None = None
+    ) -> Awaitable[int]:
+        """`download_fileobj`: the file object's `write` and `progress` are called from brisk's
+        runtime with the GIL, in order, not from the event loop."""
+    def open_reader_async(self, bucket: str, key: str, *, offset: int = 0) -> Awaitable[AsyncObjectReader]:
+        """`open_reader`: an `AsyncObjectReader` once the response head has arrived."""
+    def open_writer_async(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        content_type: str | None = None,
+        if_none_match: str | None = None,
+        metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Awaitable[AsyncObjectWriter]:
+        """`open_writer`: an `AsyncObjectWriter` (nothing is sent until a part is full)."""
+    def delete_many_async(self, bucket: str, keys: Sequence[str]) -> Awaitable[list[tuple[str, str]]]: ...
+    def create_bucket_async(self, bucket: str) -> Awaitable[None]: ...
+    def delete_bucket_async(self, bucket: str) -> Awaitable[None]: ...
+    def list_buckets_async(self) -> Awaitable[list[str]]: ...
 
 def parse_size(text: int | str) -> int:
     """Bytes from an int or a size such as "64MiB", "1.5GiB", "100kB"."""
