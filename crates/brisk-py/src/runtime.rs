@@ -9,6 +9,16 @@
 //! dropped: dropping would try to join threads that do not exist in the child) and a new one is
 //! built. Clients do the same with their connections (see `client.rs`).
 //!
+//! # At exit
+//!
+//! The runtime lives in a static and is never dropped: its workers are not joined, they end with
+//! the process. A thread that takes the GIL back (in [`wait`], or a worker delivering an asyncio
+//! result) once the interpreter has begun finalising is parked for good by PyO3 rather than ended
+//! by CPython. For the runtime's workers that is harmless; a pyarrow pool thread parked inside
+//! [`wait`] would hang the exit, since libarrow joins its pools at `exit()`. An `atexit` hook in
+//! `python/brisk/__init__.py` therefore waits for pyarrow's pools to go idle before finalisation
+//! (docs/python.md, "At exit").
+//!
 //! # Waiting with the GIL released
 //!
 //! A call releases the GIL ([`Python::detach`]) and waits for its future in slices of
