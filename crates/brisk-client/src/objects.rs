@@ -30,7 +30,7 @@
 
 use std::time::SystemTime;
 
-use brisk_mem::ExactBuf;
+use brisk_mem::{BudgetError, ExactBuf};
 use brisk_wire::checksum::{
     BlockCrcs, ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, Md5,
     MultipartChecksum,
@@ -593,6 +593,32 @@ impl Client {
         // A reused buffer holds an earlier object's bytes where this range fell short.
         buf[n..].fill(0);
         Ok((buf, n))
+    }
+
+    /// [`get_range_bytes`](Self::get_range_bytes) only if its buffer can be had from the memory
+    /// budget now: `None`, with no request made, when the budget would make it wait (or the range
+    /// is larger than the whole budget). For a reader that hands its buffers to a consumer that
+    /// may hold them all (pyarrow caching a file's column chunks): waiting for buffers only that
+    /// consumer would give back never ends, so such a reader reads into memory of its own instead.
+    pub async fn try_get_range_bytes(
+        &self,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Option<(ExactBuf, usize)>> {
+        let mut buf = match ExactBuf::try_for_overwrite(self.memory_budget(), len) {
+            Ok(buf) => buf,
+            Err(BudgetError::WouldWait { .. } | BudgetError::ExceedsCapacity { .. }) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let n = self
+            .get_range_pinned(bucket, key, offset, &mut buf, None)
+            .await?;
+        buf[n..].fill(0);
+        Ok(Some((buf, n)))
     }
 
     /// [`get_range_into`](Self::get_range_into), only if the object's ETag is still `etag`

@@ -165,6 +165,24 @@ impl ExactBuf {
         Ok(Self::with_memory(reservation, false))
     }
 
+    /// [`for_overwrite`](ExactBuf::for_overwrite) that never waits: [`BudgetError::WouldWait`] when
+    /// the bytes are not free now (a kept mapping that fits is still taken). For a caller that
+    /// hands the buffer to someone who may hold it for as long as it likes (pyarrow reading a
+    /// file), and so must not wait for buffers that only it would give back.
+    pub fn try_for_overwrite(budget: &MemoryBudget, len: usize) -> Result<Self, BudgetError> {
+        if len >= MAPPED_MIN_LEN {
+            if let Some((map, reservation)) = budget.take_kept(len) {
+                return Ok(ExactBuf {
+                    memory: Memory::Mapped(map),
+                    reservation,
+                });
+            }
+            budget.free_kept_smaller_than(len);
+        }
+        let reservation = budget.try_acquire(len)?;
+        Ok(Self::with_memory(reservation, false))
+    }
+
     /// Makes the pages under `range` (byte positions, clamped to the buffer) resident
     /// (`MADV_POPULATE_WRITE`), so that the writes that follow take no page faults. Nothing
     /// changes for a heap buffer or for pages already resident, and the bytes never change.
@@ -290,6 +308,25 @@ mod tests {
         ));
         drop(buf);
         assert_eq!(budget.reserved(), 0);
+    }
+
+    #[test]
+    fn try_for_overwrite_never_waits_and_takes_a_kept_mapping() {
+        let budget = MemoryBudget::new(4 * MAPPED_MIN_LEN);
+        let held = ExactBuf::try_for_overwrite(&budget, 3 * MAPPED_MIN_LEN).unwrap();
+        assert!(matches!(
+            ExactBuf::try_for_overwrite(&budget, 2 * MAPPED_MIN_LEN),
+            Err(BudgetError::WouldWait { .. })
+        ));
+        assert!(matches!(
+            ExactBuf::try_for_overwrite(&budget, 5 * MAPPED_MIN_LEN),
+            Err(BudgetError::ExceedsCapacity { .. })
+        ));
+        let address = held.as_ptr();
+        drop(held);
+        // The freed mapping is kept (by default up to the whole budget) and serves the next one.
+        let again = ExactBuf::try_for_overwrite(&budget, 3 * MAPPED_MIN_LEN).unwrap();
+        assert_eq!(again.as_ptr(), address);
     }
 
     #[test]

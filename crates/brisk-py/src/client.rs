@@ -794,7 +794,10 @@ impl Client {
         read.py_err(py)
     }
 
-    /// `length` bytes from `offset` (fewer at the end of the object) in one exact buffer.
+    /// `length` bytes from `offset` (fewer at the end of the object) in one exact buffer. With
+    /// `wait=False`, None (and no request) when the memory budget would make the call wait, for
+    /// a reader whose consumer may hold every Buffer it was given (see `brisk.fsspec`).
+    #[pyo3(signature = (bucket, key, offset, length, *, wait=true))]
     fn get_range(
         &self,
         py: Python<'_>,
@@ -802,10 +805,20 @@ impl Client {
         key: &str,
         offset: u64,
         length: usize,
-    ) -> PyResult<Buffer> {
+        wait: bool,
+    ) -> PyResult<Option<Buffer>> {
         let client = self.inner();
-        let (buf, n) = wait(py, client.get_range_bytes(bucket, key, offset, length))?.py_err(py)?;
-        Ok(Buffer::exact_prefix(buf, n))
+        if !wait {
+            let read =
+                crate::runtime::wait(py, client.try_get_range_bytes(bucket, key, offset, length))?;
+            return Ok(read
+                .py_err(py)?
+                .map(|(buf, n)| Buffer::exact_prefix(buf, n)));
+        }
+        let (buf, n) =
+            crate::runtime::wait(py, client.get_range_bytes(bucket, key, offset, length))?
+                .py_err(py)?;
+        Ok(Some(Buffer::exact_prefix(buf, n)))
     }
 
     /// Many ranges at once over keep-alive connections (one per range in flight up to 64 by

@@ -445,3 +445,18 @@ def test_open_of_a_directory_for_reading_is_refused(fs, bucket):
         fs.open(f"{bucket}/dir", "rb")
     with pytest.raises(FileNotFoundError):
         fs.open(f"{bucket}/nothing", "rb")
+
+
+def test_parquet_larger_than_the_memory_budget_reads_without_waiting(server, bucket):
+    # pyarrow holds the column chunks of every row group it reads until the table is decoded: a
+    # reader that waited for the budget to give those Buffers back would wait forever.
+    fs = BriskFileSystem(server.endpoint, key=ACCESS_KEY, secret=SECRET_KEY, region="us-east-1",
+                         max_memory="8MiB", skip_instance_cache=True)
+    rng = np.random.default_rng(7)
+    table = pa.table({f"c{i:02}": rng.random(1 << 17) for i in range(24)})  # 24 MiB
+    with fs.open(f"{bucket}/big.parquet", "wb") as f:
+        pq.write_table(table, f, row_group_size=1 << 15)
+    assert pq.read_table(f"{bucket}/big.parquet", filesystem=fs).equals(table)
+    assert pq.read_table(f"{bucket}/big.parquet", filesystem=fs, columns=["c03", "c17"]).equals(
+        table.select(["c03", "c17"]))
+    assert fs.client.memory()["waiting"] == 0

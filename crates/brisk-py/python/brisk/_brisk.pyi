@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from typing_extensions import Buffer as _BufferProtocol
 
@@ -322,8 +322,14 @@ class Client:
         object; an offset at or past the end is `InvalidRange`. An object larger than the buffer is
         `BufferTooSmall` (a ValueError) once the response's head arrives, before any byte is
         written."""
-    def get_range(self, bucket: str, key: str, offset: int, length: int) -> Buffer:
-        """`length` bytes from `offset` (fewer at the end) in one exact buffer."""
+    @overload
+    def get_range(self, bucket: str, key: str, offset: int, length: int) -> Buffer: ...
+    @overload
+    def get_range(self, bucket: str, key: str, offset: int, length: int, *, wait: bool) -> Buffer | None: ...
+    def get_range(self, bucket: str, key: str, offset: int, length: int, *, wait: bool = True) -> Buffer | None:
+        """`length` bytes from `offset` (fewer at the end) in one exact buffer. With `wait=False`,
+        None (and no request) when the memory budget would make the call wait: for a reader whose
+        consumer may hold every Buffer it was given, which must not wait for them."""
     def get_ranges(
         self,
         bucket: str,

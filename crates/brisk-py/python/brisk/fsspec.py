@@ -870,13 +870,24 @@ class BriskFile(AbstractBufferedFile):
         """What pyarrow's Python file wrapper calls instead of `read` when a file has it: a read of
         at least a block comes back as the `brisk.Buffer` the body was received into, which
         pyarrow wraps without a copy (no `bytes`, no read-ahead cache in between); smaller reads
-        go through the cache as `read` does."""
+        go through the cache as `read` does.
+
+        pyarrow may hold every buffer it was given until it has decoded the whole file (it caches
+        the column chunks of all the row groups it reads), so this never waits for the memory
+        budget: when the budget has no room now, the range is read into a `bytearray` of its own
+        (outside the budget, as pyarrow's own memory is) instead of waiting for Buffers that only
+        pyarrow would give back, which for a file larger than the budget would be forever."""
         if self.closed:
             raise ValueError("I/O operation on closed file.")
         n = self.size - self.loc if nbytes is None or nbytes < 0 else min(nbytes, self.size - self.loc)
         if n < self.blocksize:
             return self.read(n)
-        buf = self.fs.client.get_range(self.bucket, self.key, self.loc, n)
+        buf = self.fs.client.get_range(self.bucket, self.key, self.loc, n, wait=False)
+        if buf is None:
+            buf = bytearray(n)
+            got = self.fs.client.get_into(self.bucket, self.key, buf, offset=self.loc, length=n)
+            if got < n:
+                buf = memoryview(buf)[:got]
         self.loc += len(buf)
         self._fetched_to = self.loc
         return buf
