@@ -547,23 +547,22 @@ class BriskFileSystem(AsyncFileSystem):
             elif withdirs:
                 out[path] = info
             return out
+        # Each directory's entries, for the listing cache: its files, and its subdirectories once
+        # each (a directory is added to its parent's listing, and to `out` with `withdirs`, the
+        # first time a key below it is seen; the walk up stops at a directory already seen).
         listings: dict[str, list[dict[str, Any]]] = {}
+        seen: set[str] = set()
         for f in files:
             out[f["name"]] = f
-            name = f["name"]
-            while True:
-                parent = self._parent(name)
-                if len(parent) < len(path) or not parent:
-                    break
-                siblings = listings.setdefault(parent, [])
-                entry = f if name == f["name"] else _dir_entry(name)
-                if entry["type"] == "file" or not any(s["name"] == name for s in siblings):
-                    siblings.append(entry)
-                if entry["type"] == "directory" and withdirs and len(name) > len(path):
-                    out[name] = entry
-                if parent == path:
-                    break
-                name = parent
+            d = self._parent(f["name"])
+            listings.setdefault(d, []).append(f)
+            while len(d) > len(path) and d not in seen:
+                seen.add(d)
+                if withdirs:
+                    out[d] = _dir_entry(d)
+                parent = self._parent(d)
+                listings.setdefault(parent, []).append(_dir_entry(d))
+                d = parent
         if not prefix:
             for d, listing in listings.items():
                 self.dircache[d] = sorted(listing, key=lambda e: e["name"])
