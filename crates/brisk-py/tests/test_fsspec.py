@@ -460,3 +460,34 @@ def test_parquet_larger_than_the_memory_budget_reads_without_waiting(server, buc
     assert pq.read_table(f"{bucket}/big.parquet", filesystem=fs, columns=["c03", "c17"]).equals(
         table.select(["c03", "c17"]))
     assert fs.client.memory()["waiting"] == 0
+
+
+def test_open_async_reads_and_writes(server, bucket):
+    import asyncio
+
+    blob = data(11 * MiB)
+
+    async def main():
+        fs = BriskFileSystem(server.endpoint, key=ACCESS_KEY, secret=SECRET_KEY, region="us-east-1",
+                             asynchronous=True, skip_instance_cache=True)
+        async with await fs.open_async(f"{bucket}/w", "wb", ContentType="application/x-test") as f:
+            for i in range(0, len(blob), 3 * MiB):
+                await f.write(blob[i : i + 3 * MiB])
+        f = await fs.open_async(f"{bucket}/w", "rb")
+        assert f.size == len(blob)
+        f.seek(1000)
+        assert await f.read(10) == blob[1000:1010]
+        assert await f.read() == blob[1010:]
+        await f.close()
+        assert fs.client.head(bucket, "w").content_type == "application/x-test"
+        with pytest.raises(FileExistsError):
+            await fs.open_async(f"{bucket}/w", "xb")
+        with pytest.raises(RuntimeError):
+            async with await fs.open_async(f"{bucket}/aborted", "wb") as f:
+                await f.write(blob)
+                raise RuntimeError("stop")
+        assert not await fs._exists(f"{bucket}/aborted")
+        with pytest.raises(NotImplementedError):
+            await fs.open_async(f"{bucket}/w", "ab")
+
+    asyncio.run(main())

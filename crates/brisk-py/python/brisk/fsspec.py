@@ -39,7 +39,7 @@ import re
 from contextvars import ContextVar
 from typing import Any
 
-from fsspec.asyn import AsyncFileSystem, get_loop
+from fsspec.asyn import AbstractAsyncStreamedFile, AsyncFileSystem, get_loop
 from fsspec.callbacks import NoOpCallback
 from fsspec.spec import AbstractBufferedFile
 
@@ -387,6 +387,30 @@ class BriskFileSystem(AsyncFileSystem):
             raise _exists_error(path)
         return BriskFile(self, path, mode, block_size=block_size or self.block_size,
                          autocommit=autocommit, cache_options=cache_options, **kwargs)
+
+    async def open_async(self, path, mode: str = "rb", **kwargs: Any):
+        """An async file: `await f.read(n)` reads by ranged GETs on brisk's runtime; `await
+        f.write(data)` writes to an `AsyncObjectWriter` (pooled parts, nothing spooled), stored at
+        `await f.close()` or the end of an `async with` block (an exception in it stores nothing).
+        `xb` is exclusive as in `open`; `ContentType=` sets the Content-Type."""
+        if "b" not in mode or kwargs.get("compression"):
+            raise ValueError(f"open_async opens binary files without compression, not mode {mode!r}")
+        if "a" in mode:
+            raise NotImplementedError(f"mode {mode!r}: S3 objects cannot be appended to")
+        path = self._strip_protocol(path)
+        bucket, key = self._object(path)
+        if mode == "rb":
+            info = await self._info(path)
+            if info["type"] != "file":
+                raise IsADirectoryError(f"{path} is a directory (a prefix), not an object")
+            return BriskAsyncFile(self, path, mode, size=info["size"])
+        if mode not in ("wb", "xb"):
+            raise ValueError(f"mode must be 'rb', 'wb' or 'xb', not {mode!r}")
+        if mode == "xb" and await self._exists(path):
+            raise _exists_error(path)
+        writer = await self.client.open_writer_async(bucket, key, content_type=kwargs.get("ContentType"),
+                                                     if_none_match="*" if mode == "xb" else None)
+        return BriskAsyncFile(self, path, mode, writer=writer)
 
     # ----- metadata ----------------------------------------------------------------------------
 
@@ -796,6 +820,51 @@ class BriskAzureFileSystem(BriskFileSystem):
 
     protocol = ("brisk+az",)
     _azure_protocol = True
+
+
+class BriskAsyncFile(AbstractAsyncStreamedFile):
+    """A file from `BriskFileSystem.open_async`: reads are ranged GETs of what is asked (no
+    read-ahead), writes go to a `brisk.AsyncObjectWriter`."""
+
+    def __init__(self, fs: BriskFileSystem, path: str, mode: str, size: int | None = None, writer=None) -> None:
+        self.bucket, self.key = fs._object(path)
+        self._writer = writer
+        super().__init__(fs, path, mode, size=size, cache_type="none")
+
+    async def _fetch_range(self, start: int, end: int) -> bytes:
+        return await self.fs._cat_file(self.path, start, min(end, self.size))
+
+    async def write(self, data) -> int:
+        if self.mode not in ("wb", "xb"):
+            raise ValueError("File not in write mode")
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        n = await self._writer.write(data)
+        self.loc += n
+        return n
+
+    async def flush(self, force: bool = False) -> None:
+        """Nothing to do: full parts are sent as they fill, the rest at `close`."""
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._writer is None:
+            return
+        try:
+            await self._writer.close()
+        except brisk.PreconditionFailed as e:
+            raise _exists_error(self.path, e) from e
+        finally:
+            self.fs.invalidate_cache(self.fs._parent(self.path))
+
+    async def __aexit__(self, exc_type, exc_value, traceback) -> None:
+        if exc_type is not None and self._writer is not None and not self.closed:
+            self.closed = True
+            await self._writer.abort()
+            return
+        await self.close()
 
 
 class BriskFile(AbstractBufferedFile):
