@@ -255,6 +255,11 @@ def test_checksum_ukey_sign_modified(fs, bucket):
     assert fs.checksum(path) == fs.checksum(path)
     with urllib.request.urlopen(fs.sign(path, expiration=60)) as r:
         assert r.read() == b"two"
+    put = urllib.request.Request(fs.url(f"{bucket}/by-url", expires=60, client_method="put_object"),
+                                 data=b"sent", method="PUT")
+    with urllib.request.urlopen(put) as r:
+        assert r.status == 200
+    assert fs.cat_file(f"{bucket}/by-url") == b"sent"
     modified = fs.modified(path)
     assert modified.tzinfo is not None and fs.created(path) == modified
     fs.pipe_file(f"{bucket}/dir/x", b"x")

@@ -638,6 +638,13 @@ class BriskFileSystem(AsyncFileSystem):
         bucket, key = self._object(path)
         return self.client.presign(bucket, key, method=kwargs.get("method", "GET"), expires_in=expiration)
 
+    def url(self, path: str, expires: int = 3600, client_method: str = "get_object", **kwargs: Any) -> str:
+        """s3fs's name for a presigned URL: `client_method="put_object"` for an upload."""
+        methods = {"get_object": "GET", "put_object": "PUT", "head_object": "HEAD"}
+        if client_method not in methods:
+            raise ValueError(f"client_method must be one of {sorted(methods)}, not {client_method!r}")
+        return self.sign(path, expiration=expires, method=methods[client_method])
+
     # ----- writes ------------------------------------------------------------------------------
 
     def pipe_file(self, path: str, value, mode: str = "overwrite", **kwargs: Any) -> None:
