@@ -15,11 +15,13 @@
 //!   written piece by piece through an [`ObjectWriter`] ([`object_writer`]).
 //! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
 //!   pipelined keep-alive connections, each straight into its destination ([`batch`]).
+//! - Many whole objects: [`Client::get_many`] reads the objects an iterator of keys names, each
+//!   into an exact buffer, at a bounded queue depth, per-key errors as results ([`get_many`]).
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! The request engine ([`client`]: signing, pooled connections, retries, error mapping) sits under
 //! one module per kind of operation: [`objects`], [`buckets`], [`list`], [`copy`], [`transfer`],
-//! [`upload_stream`], [`object_writer`], [`stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
+//! [`get_many`], [`upload_stream`], [`object_writer`], [`stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), brisk_client::Error> {
@@ -43,6 +45,7 @@ pub mod copy;
 mod dialect;
 pub mod error;
 mod file_send;
+pub mod get_many;
 pub mod integrity;
 pub mod list;
 mod low_water;
@@ -73,6 +76,7 @@ pub use config::{
 };
 pub use copy::{CopyOptions, CopyResult, MetadataDirective};
 pub use error::{Error, Result, ServiceError};
+pub use get_many::{GetMany, ObjectRead, ObjectReads};
 pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;

@@ -14,6 +14,11 @@ mod conformance;
 mod conformance_brisk_serve;
 mod faults;
 mod file_uploads;
+mod get_many;
+// Again against `brisk serve`.
+#[allow(clippy::duplicate_mod)]
+#[path = "get_many.rs"]
+mod get_many_brisk_serve;
 mod throughput;
 mod tls;
 mod transfers;

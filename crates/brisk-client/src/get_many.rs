@@ -1,0 +1,197 @@
+//! Many whole objects, each into a buffer of exactly its size, at a bounded queue depth:
+//! [`Client::get_many`] over an iterator of `(bucket, key)`, or [`ObjectReads`] fed one key at a
+//! time. Results come back as they complete, each with the index of its key, and a key that
+//! fails (a missing key, a read the memory budget can never hold) is a result like any other:
+//! the batch goes on.
+//!
+//! ```no_run
+//! # async fn demo(client: brisk_client::Client) -> Result<(), brisk_client::Error> {
+//! let keys = (0..10_000_000u64).map(|i| ("bucket", format!("images/{i:08}.jpg")));
+//! let mut reads = client.get_many(keys, 64)?;
+//! while let Some((index, result)) = reads.next().await {
+//!     match result {
+//!         Ok(bytes) => { /* bytes: an ExactBuf of the object's size, on the budget */ }
+//!         Err(e) => eprintln!("key {index}: {e}"),
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # What is bounded
+//!
+//! - **Objects held**: at most `queue_depth` reads are in flight or finished and not yet taken
+//!   with `next`, so a batch holds at most `queue_depth` objects' buffers besides those the caller
+//!   keeps; a caller who stops calling `next` stops the reads. [`Client::get_many`] pulls a key
+//!   from its iterator only when a slot is free: ten million keys stream through in the memory
+//!   of `queue_depth` objects and their names.
+//! - **Connections**: each read in flight holds one connection of the client's pool, so at most
+//!   `queue_depth` (and never more than the client's `max_connections_per_host`) are opened.
+//! - **Memory**: each object is read as [`Client::get_bytes`] reads it: exactly `Content-Length`
+//!   bytes, reserved on the client's budget once the response's head says how many, waiting while
+//!   the budget is full. An object larger than the whole budget is [`Error::Memory`] at once for
+//!   that key.
+//!
+//! # Why not the range batch engine
+//!
+//! [`crate::batch`] reads ranges whose lengths are known when they are sent: it takes their
+//! destinations (pooled blocks or exact buffers) before the request and pipelines requests on
+//! its connections. A whole-object read learns its size from the response's head, and must take
+//! its buffer from the budget between the head and the body; a pipelined connection would hold
+//! every response behind one that waits for memory. So each read here is one
+//! [`Client::get_bytes`] (sizing, budget, checksum checks and resumed reads included) on a
+//! connection of its own from the client's pool, one request in flight per connection, which is
+//! what the batch engine does by default up to 64 requests in flight
+//! ([`DEFAULT_BATCH_CONNECTIONS`](crate::batch::DEFAULT_BATCH_CONNECTIONS)).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use brisk_mem::ExactBuf;
+use tokio::runtime::Handle;
+use tokio::task::JoinSet;
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+
+/// One finished read: the index of its key and the object, or why it could not be read.
+pub type ObjectRead = (u64, Result<ExactBuf>);
+
+/// Whole-object reads in progress: [`submit`](Self::submit) keys, take results with
+/// [`next`](Self::next) as they complete. Dropping it aborts the reads in flight.
+#[derive(Debug)]
+pub struct ObjectReads {
+    client: Client,
+    runtime: Handle,
+    /// Reads in flight and reads finished but not yet taken.
+    tasks: JoinSet<ObjectRead>,
+    /// Keys submitted beyond the queue depth (names only, no buffer).
+    queued: VecDeque<(u64, Arc<str>, Arc<str>)>,
+    queue_depth: usize,
+}
+
+impl Client {
+    /// Starts a set of whole-object reads with at most `queue_depth` (at least 1) objects in flight
+    /// or waiting to be taken. Must be called within a tokio runtime: the reads run on it.
+    pub fn object_reads(&self, queue_depth: usize) -> Result<ObjectReads> {
+        if queue_depth == 0 {
+            return Err(Error::InvalidArgument {
+                what: "get_many needs a queue depth of at least 1".into(),
+            });
+        }
+        let runtime = Handle::try_current().map_err(|_| Error::InvalidArgument {
+            what: "get_many runs on a tokio runtime; none is running here".into(),
+        })?;
+        Ok(ObjectReads {
+            client: self.clone(),
+            runtime,
+            tasks: JoinSet::new(),
+            queued: VecDeque::new(),
+            queue_depth,
+        })
+    }
+
+    /// Reads every object `keys` names (`(bucket, key)` pairs), each into an [`ExactBuf`] of its
+    /// size ([`get_bytes`](Self::get_bytes)), at most `queue_depth` at a time; results come out
+    /// of [`GetMany::next`] as they complete, with the index of their key in `keys`. Keys are
+    /// taken from the iterator only as slots free up. Must be called within a tokio runtime.
+    pub fn get_many<I, B, K>(&self, keys: I, queue_depth: usize) -> Result<GetMany<I::IntoIter>>
+    where
+        I: IntoIterator<Item = (B, K)>,
+        B: Into<Arc<str>>,
+        K: Into<Arc<str>>,
+    {
+        Ok(GetMany {
+            reads: self.object_reads(queue_depth)?,
+            keys: keys.into_iter(),
+            next_index: 0,
+        })
+    }
+}
+
+impl ObjectReads {
+    /// Queues a read of `bucket`/`key`, named `id` in its result. Never waits: keys past the queue
+    /// depth wait (as names) until a slot frees.
+    pub fn submit(&mut self, id: u64, bucket: impl Into<Arc<str>>, key: impl Into<Arc<str>>) {
+        self.queued.push_back((id, bucket.into(), key.into()));
+        self.start_queued();
+    }
+
+    /// Whether a key submitted now would start at once (fewer than `queue_depth` objects in
+    /// flight or waiting to be taken, none queued).
+    pub fn has_room(&self) -> bool {
+        self.queued.is_empty() && self.tasks.len() < self.queue_depth
+    }
+
+    /// Keys submitted whose results have not been taken yet.
+    pub fn outstanding(&self) -> usize {
+        self.queued.len() + self.tasks.len()
+    }
+
+    /// The queue depth.
+    pub fn queue_depth(&self) -> usize {
+        self.queue_depth
+    }
+
+    fn start_queued(&mut self) {
+        while self.tasks.len() < self.queue_depth {
+            let Some((id, bucket, key)) = self.queued.pop_front() else {
+                return;
+            };
+            let client = self.client.clone();
+            self.tasks.spawn_on(
+                async move { (id, client.get_bytes(&bucket, &key).await) },
+                &self.runtime,
+            );
+        }
+    }
+
+    /// The next finished read, in the order they finish; `None` when none is outstanding. Taking a
+    /// result frees its slot. Cancel-safe: dropping the future loses no result.
+    pub async fn next(&mut self) -> Option<ObjectRead> {
+        loop {
+            let joined = self.tasks.join_next().await?;
+            self.start_queued();
+            match joined {
+                Ok(read) => return Some(read),
+                // A panic in a read is a bug; it has no id to report it under, so it is raised here.
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // Cancelled: only when the runtime shuts down, and nobody waits for it then.
+                Err(_) => continue,
+            }
+        }
+    }
+}
+
+/// [`Client::get_many`] in progress: results as reads complete. Dropping it aborts the reads in
+/// flight.
+#[derive(Debug)]
+pub struct GetMany<I> {
+    reads: ObjectReads,
+    keys: I,
+    next_index: u64,
+}
+
+impl<I, B, K> GetMany<I>
+where
+    I: Iterator<Item = (B, K)>,
+    B: Into<Arc<str>>,
+    K: Into<Arc<str>>,
+{
+    /// The next finished read, with the index of its key; `None` once every key has been read.
+    /// Takes keys from the iterator until `queue_depth` reads are outstanding.
+    pub async fn next(&mut self) -> Option<ObjectRead> {
+        while self.reads.has_room() {
+            let Some((bucket, key)) = self.keys.next() else {
+                break;
+            };
+            self.reads.submit(self.next_index, bucket, key);
+            self.next_index += 1;
+        }
+        self.reads.next().await
+    }
+
+    /// Keys taken from the iterator so far.
+    pub fn keys_taken(&self) -> u64 {
+        self.next_index
+    }
+}
