@@ -82,7 +82,8 @@ pub struct GlobalArgs {
     /// Do not look for credentials; for public buckets and anonymous servers.
     #[arg(long, global = true)]
     pub no_sign_request: bool,
-    /// Hard cap on the memory transfers buffer, e.g. 256MiB (default 1GiB).
+    /// Hard cap on the memory transfers buffer, e.g. 256MiB (default: BRISK_MAX_MEMORY, else half
+    /// of the memory the process may use, cgroup limit or MemTotal, at least 1GiB; --debug shows it).
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
     pub max_memory: Option<usize>,
     /// Parts or ranges in flight per transfer.

@@ -9,7 +9,7 @@ use brisk_client::{
     AzureSettings, Client, ConfigError, ObjectHeaders, StreamMeasure, TransferOptions,
     TransferProgress,
 };
-use brisk_mem::{BufferPool, MemoryBudget};
+use brisk_mem::{BudgetChoice, BufferPool, MemoryBudget};
 
 use crate::args::GlobalArgs;
 use crate::exit::CliError;
@@ -56,6 +56,16 @@ impl Context {
             }
             None => None,
         };
+        let choice = match g.max_memory {
+            Some(bytes) => BudgetChoice::setting(bytes, "--max-memory"),
+            None => {
+                brisk_mem::process_default_budget().map_err(|e| CliError::Usage(e.to_string()))?;
+                BufferPool::global_budget_choice()
+            }
+        };
+        if g.debug {
+            eprintln!("brisk: memory budget {choice}");
+        }
         Ok(Self {
             global: Arc::new(g.clone()),
             budget,

@@ -37,7 +37,9 @@ const WAKE_BATCH: usize = 16;
 pub enum BudgetError {
     /// The request is larger than the whole budget: waiting would never end.
     #[error(
-        "requested {requested} bytes, more than the memory budget's whole capacity of {capacity} bytes"
+        "requested {requested} bytes, more than the memory budget's whole capacity of {capacity} bytes; \
+         raise the budget (BRISK_MAX_MEMORY for the process-wide default, --max-memory for the CLI, \
+         max_memory= for a Python client)"
     )]
     ExceedsCapacity {
         /// Bytes asked for.

@@ -25,7 +25,9 @@
 //!   are real memory: a budget that counted only blocks in use would let a process idle at budget +
 //!   cache. Caching is bounded ([`DEFAULT_RETENTION_BYTES`]), and cached blocks are freed first
 //!   whenever a request would otherwise wait, so the cache never blocks a transfer.
-//!   [`BufferPool::global`] is the process-wide pool; private pools serve tests or keep a server's
+//!   [`BufferPool::global`] is the process-wide pool, whose budget is by default a half of the
+//!   memory the process may use (cgroup limit, else `MemTotal`; at least 1 GiB) or
+//!   `BRISK_MAX_MEMORY` ([`choose_default_budget`]); private pools serve tests or keep a server's
 //!   memory apart from a client's.
 //! - [`ExactBuf`]: one buffer of exactly N bytes, for reading a whole object of known length: a heap
 //!   vector below [`MAPPED_MIN_LEN`] (1 MiB), from there up an anonymous mapping populated in advance
@@ -43,6 +45,7 @@
 //! `docs/memory.md` at the repository root has the formulas behind the limits.
 
 mod budget;
+mod default_budget;
 mod exact;
 mod kept;
 mod mapping;
@@ -51,6 +54,10 @@ mod pool;
 mod size;
 
 pub use budget::{Acquire, BudgetError, MemoryBudget, Reservation};
+pub use default_budget::{
+    BudgetChoice, BudgetSource, DEFAULT_BUDGET_SHARE, InvalidMaxMemoryEnv, MAX_MEMORY_ENV,
+    MemoryFacts, choose_default_budget, process_default_budget,
+};
 pub use exact::{ExactBuf, MAPPED_MIN_LEN};
 pub use kept::{KEPT_IDLE, MAX_KEPT};
 pub use metrics::MemoryMetrics;

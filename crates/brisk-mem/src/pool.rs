@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use crate::budget::{BudgetError, MemoryBudget, Reclaim, Reservation};
+use crate::default_budget::{BudgetChoice, process_default_budget, process_default_without_env};
 use crate::mapping::AnonMapping;
 use crate::metrics::MemoryMetrics;
 
@@ -46,7 +47,9 @@ pub const SIZE_CLASSES: [usize; 8] = [
 /// staying resident while the process idles.
 pub const DEFAULT_RETENTION_BYTES: usize = 64 * 1024 * 1024;
 
-/// Default budget of the process-wide pool ([`BufferPool::global`]): 1 GiB, 128 blocks of 8 MiB.
+/// The floor of the process-wide pool's default budget ([`BufferPool::global`]), and that budget
+/// where the machine's memory cannot be read: 1 GiB, 128 blocks of 8 MiB. Above it, the default is
+/// a share of the memory the process may use ([`crate::choose_default_budget`]).
 ///
 /// The bytes in flight needed to keep a link busy are throughput × time per request: at 10 Gbit/s
 /// (1.25 GB/s) and 100 ms per 8 MiB part request, about 125 MB, 15 parts. 1 GiB leaves eight times that
@@ -58,7 +61,7 @@ pub const DEFAULT_GLOBAL_BUDGET_BYTES: usize = 1024 * 1024 * 1024;
 /// (1024 × 32 bytes of bookkeeping); a larger retention limit lets them grow past it once.
 const MAX_PRESIZED_FREE_LIST: usize = 1024;
 
-static GLOBAL_POOL: OnceLock<BufferPool> = OnceLock::new();
+static GLOBAL_POOL: OnceLock<(BufferPool, BudgetChoice)> = OnceLock::new();
 
 /// Why the process-wide pool could not be configured.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,10 +180,25 @@ impl BufferPool {
         BufferPool { inner }
     }
 
-    /// The process-wide pool, created on first use with a [`DEFAULT_GLOBAL_BUDGET_BYTES`] budget
-    /// unless [`init_global`](BufferPool::init_global) ran before.
+    /// The process-wide pool, created on first use with the default budget
+    /// ([`process_default_budget`](crate::process_default_budget): `BRISK_MAX_MEMORY`, else a share
+    /// of the cgroup limit or of the machine's memory, at least [`DEFAULT_GLOBAL_BUDGET_BYTES`])
+    /// unless [`init_global`](BufferPool::init_global) ran before. A `BRISK_MAX_MEMORY` that is not
+    /// a size is ignored here (the clients' configuration reports it).
     pub fn global() -> &'static BufferPool {
-        GLOBAL_POOL.get_or_init(|| BufferPool::new(MemoryBudget::new(DEFAULT_GLOBAL_BUDGET_BYTES)))
+        &Self::global_entry().0
+    }
+
+    /// The process-wide pool's budget size and where it came from.
+    pub fn global_budget_choice() -> BudgetChoice {
+        Self::global_entry().1
+    }
+
+    fn global_entry() -> &'static (BufferPool, BudgetChoice) {
+        GLOBAL_POOL.get_or_init(|| {
+            let choice = process_default_budget().unwrap_or_else(|_| process_default_without_env());
+            (BufferPool::new(MemoryBudget::new(choice.bytes)), choice)
+        })
     }
 
     /// Configure the process-wide pool: a budget of `budget_bytes` and a retention limit of
@@ -190,9 +208,12 @@ impl BufferPool {
         retention_bytes: usize,
     ) -> Result<&'static BufferPool, GlobalPoolError> {
         let mut created = false;
-        let pool = GLOBAL_POOL.get_or_init(|| {
+        let (pool, _) = GLOBAL_POOL.get_or_init(|| {
             created = true;
-            BufferPool::with_retention(MemoryBudget::new(budget_bytes), retention_bytes)
+            (
+                BufferPool::with_retention(MemoryBudget::new(budget_bytes), retention_bytes),
+                BudgetChoice::setting(budget_bytes, "init_global"),
+            )
         });
         if created {
             Ok(pool)
@@ -758,6 +779,10 @@ mod tests {
         let pool = BufferPool::init_global(32 * MIB, 4 * MIB).unwrap();
         assert_eq!(pool.budget().capacity(), 32 * MIB);
         assert!(std::ptr::eq(pool, BufferPool::global()));
+        assert_eq!(
+            BufferPool::global_budget_choice(),
+            BudgetChoice::setting(32 * MIB, "init_global")
+        );
         let error = BufferPool::init_global(MIB, 0).unwrap_err();
         assert_eq!(
             error,

@@ -670,7 +670,10 @@ impl Client {
                 }
             });
         }
-        let config = builder.resolve().map_err(py_err)?;
+        let mut config = builder.resolve().map_err(py_err)?;
+        if max_memory.is_some() {
+            config.memory_budget_source = brisk_mem::BudgetSource::Setting("max_memory");
+        }
         let mut transfer = TransferOptions::default();
         if let Some(size) = part_size {
             transfer.part_size = size_arg(size, "part_size")?;
@@ -732,12 +735,14 @@ impl Client {
         self.config.region.clone()
     }
 
-    /// The memory budget: capacity, reserved, available bytes and waiting calls.
+    /// The memory budget: capacity, reserved, available bytes and waiting calls, and where the
+    /// capacity came from (`source`).
     fn memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let client = self.inner();
         let budget = client.memory_budget();
         let d = PyDict::new(py);
         d.set_item("capacity", budget.capacity())?;
+        d.set_item("source", self.config.memory_budget_source.label())?;
         d.set_item("reserved", budget.reserved())?;
         d.set_item("available", budget.available())?;
         d.set_item("waiting", budget.waiting())?;

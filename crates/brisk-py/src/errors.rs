@@ -78,9 +78,7 @@ pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
         Error::Memory(_) => plain(
             py,
             "MemoryBudgetExceeded",
-            format!(
-                "{message}: give the client a larger budget (brisk.Client(max_memory=...)), or read into a buffer of your own with get_into"
-            ),
+            format!("{message}, or read into a buffer of your own with get_into"),
         ),
         Error::ConnectTimeout { .. } => plain(py, "Timeout", message),
         Error::Http(h) if is_timeout(h) => plain(py, "Timeout", message),

@@ -181,6 +181,8 @@ def test_an_object_larger_than_the_budget_fails_at_once(brisk_server):
     with pytest.raises(brisk.MemoryBudgetExceeded) as info:
         client.get(bucket, "k")
     assert isinstance(info.value, MemoryError)
+    # The error names the settings that raise the budget.
+    assert "max_memory=" in str(info.value) and "BRISK_MAX_MEMORY" in str(info.value), info.value
     # get_into needs no budget: the memory is the caller's.
     target = bytearray(5 * MiB)
     assert client.get_into(bucket, "k", target) == 5 * MiB
@@ -226,3 +228,106 @@ def test_a_freed_batch_is_kept_for_the_next_within_the_retention(brisk_server):
     buffers = small.get_ranges(bucket, "k", offsets, block)
     del buffers
     assert small.memory()["reserved"] == 32 * MiB
+
+
+# The default budget: read in a fresh interpreter, since the process-wide budget is sized once.
+DEFAULT_BUDGET = textwrap.dedent(
+    """
+    import json, sys
+    import brisk
+    try:
+        client = brisk.Client(sys.argv[1], access_key_id="a", secret_access_key="b", region="us-east-1")
+    except brisk.ConfigError as e:
+        print(json.dumps({"error": str(e)}))
+    else:
+        print(json.dumps(client.memory()))
+    """
+)
+
+
+def default_memory(server, env_value=None):
+    env = {k: v for k, v in os.environ.items() if k != "BRISK_MAX_MEMORY"}
+    if env_value is not None:
+        env["BRISK_MAX_MEMORY"] = env_value
+    out = subprocess.run(
+        [sys.executable, "-c", DEFAULT_BUDGET, server.endpoint],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_default_budget_is_sized_to_the_machine_and_says_where_from(brisk_server):
+    memory = default_memory(brisk_server)
+    assert memory["source"] in ("cgroup memory.max", "cgroup memory.limit_in_bytes", "MemTotal", "default")
+    assert memory["capacity"] >= 1024 * MiB
+    if memory["source"] == "MemTotal":
+        with open("/proc/meminfo") as f:
+            total = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+        assert memory["capacity"] == max(total // 2, 1024 * MiB)
+    # BRISK_MAX_MEMORY sets it, and an explicit max_memory= wins over both.
+    assert default_memory(brisk_server, "3GiB")["capacity"] == 3 * 1024 * MiB
+    assert default_memory(brisk_server, "3GiB")["source"] == "BRISK_MAX_MEMORY"
+    explicit = brisk_server.client(max_memory="64MiB").memory()
+    assert (explicit["capacity"], explicit["source"]) == (64 * MiB, "max_memory")
+    # A variable that is not a size is a configuration error, not a silent default.
+    assert "BRISK_MAX_MEMORY" in default_memory(brisk_server, "lots")["error"]
+
+
+# A fresh interpreter gets the object with a default client: its length, a few bytes (each 8-byte
+# word holds its own index), the time taken and the process's peak RSS.
+GET_DEFAULT = textwrap.dedent(
+    """
+    import json, sys, time
+    import numpy as np
+    import brisk
+
+    endpoint, bucket, key = sys.argv[1:4]
+    client = brisk.Client(endpoint, access_key_id="brisktestroot",
+                          secret_access_key="brisk-test-secret-key", region="us-east-1")
+    start = time.perf_counter()
+    buf = client.get(bucket, key)
+    seconds = time.perf_counter() - start
+    words = np.frombuffer(memoryview(buf), dtype=np.uint64)
+    picks = [0, 1, len(words) // 3, len(words) // 2, len(words) - 1]
+    with open("/proc/self/status") as f:
+        hwm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    print(json.dumps({"n": len(buf), "picks": picks, "words": [int(words[i]) for i in picks],
+                      "seconds": seconds, "peak_rss": hwm, "memory": client.memory()}))
+    """
+)
+
+
+def test_a_default_client_gets_a_1_5_gib_object(brisk_server, tmp_path):
+    """Issue 37: a new user's first `get` of a large checkpoint works without max_memory."""
+    size = 1536 * MiB
+    memory = default_memory(brisk_server)
+    if memory["capacity"] < size:
+        pytest.skip(f"the default budget here is {memory['capacity']} bytes ({memory['source']})")
+    client = brisk_server.client()
+    bucket = "default-budget-" + os.urandom(4).hex()
+    client.create_bucket(bucket)
+    path = tmp_path / "1.5GiB.bin"
+    chunk_words = 8 * MiB
+    with open(path, "wb") as f:
+        for i in range(size // (8 * chunk_words)):
+            f.write(np.arange(i * chunk_words, (i + 1) * chunk_words, dtype=np.uint64).tobytes())
+    try:
+        client.upload(path, bucket, "checkpoint")
+        path.unlink()
+        env = {k: v for k, v in os.environ.items() if k != "BRISK_MAX_MEMORY"}
+        out = subprocess.run(
+            [sys.executable, "-c", GET_DEFAULT, brisk_server.endpoint, bucket, "checkpoint"],
+            capture_output=True, text=True, timeout=300, env=env,
+        )
+        assert out.returncode == 0, out.stderr
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"1.5 GiB get with the default budget: {r['seconds']:.2f} s, peak RSS "
+              f"{r['peak_rss'] / MiB:.0f} MiB, budget {r['memory']['capacity']} ({r['memory']['source']})")
+        assert r["n"] == size
+        assert r["words"] == r["picks"]
+        assert r["peak_rss"] < size + 256 * MiB, r
+    finally:
+        path.unlink(missing_ok=True)
+        client.delete(bucket, "checkpoint")
+        client.delete_bucket(bucket)

@@ -247,6 +247,8 @@ async fn suite(
         repeat: plan.repeat,
         part_size: options.part_size,
         concurrency: options.parts_in_flight,
+        memory_budget: ran.memory_budget.0,
+        memory_budget_source: ran.memory_budget.1,
         cases: ran.outcome,
         notes,
     })
@@ -262,6 +264,23 @@ struct ClientSizing {
     repeat: usize,
 }
 
+/// The client's memory budget and where it came from: `--max-memory`, or the process-wide default
+/// (`BRISK_MAX_MEMORY`, else a share of the cgroup limit or `MemTotal`) plus the largest GET, so
+/// that a `get_bytes` never waits for blocks the pool keeps for reuse.
+fn bench_budget(global: &GlobalArgs, largest_get: usize) -> Result<(usize, String), CliError> {
+    match global.max_memory {
+        Some(bytes) => Ok((bytes, "--max-memory".to_owned())),
+        None => {
+            let choice =
+                brisk_mem::process_default_budget().map_err(|e| CliError::Usage(e.to_string()))?;
+            Ok((
+                choice.bytes.saturating_add(largest_get),
+                format!("{} + the largest GET", choice.source),
+            ))
+        }
+    }
+}
+
 /// What a benchmark produced, and where it ran (for its report).
 struct Ran<T> {
     outcome: T,
@@ -271,6 +290,8 @@ struct Ran<T> {
     server: Option<ServerSettings>,
     /// The bucket it used.
     bucket: String,
+    /// The client's memory budget, bytes, and where it came from.
+    memory_budget: (usize, String),
 }
 
 /// Runs `run` in a benchmark session: Ctrl-C and SIGTERM handlers registered before anything is
@@ -331,6 +352,7 @@ async fn in_session<T>(
             .as_ref()
             .map(|_| ServerSettings::from_args(&place.server_arg).with_tls(place.tls)),
         bucket,
+        memory_budget: bench_budget(global, sizing.largest_get)?,
     })
     // `server` (killed and reaped) and `work` (removed) are dropped here, and on every early return.
 }
@@ -386,8 +408,7 @@ fn transfer_options(global: &GlobalArgs) -> TransferOptions {
 }
 
 /// The client: the embedded server's keys, or the usual configuration (flags, environment,
-/// profile). Without `--max-memory` the budget is the default 1 GiB plus the largest GET, so that a
-/// 1 GiB `get_bytes` never waits for blocks the pool keeps for reuse. Connections per host: one
+/// profile). The budget: [`bench_budget`]. Connections per host: one
 /// more than `--concurrency`, or `connections` (random reads) if that is more.
 fn build_client(
     global: &GlobalArgs,
@@ -396,9 +417,7 @@ fn build_client(
     largest_get: usize,
     connections: usize,
 ) -> Result<Client, CliError> {
-    let budget = global
-        .max_memory
-        .unwrap_or(brisk_mem::DEFAULT_GLOBAL_BUDGET_BYTES.saturating_add(largest_get));
+    let (budget, _) = bench_budget(global, largest_get)?;
     let mut builder = Client::builder()
         .max_connections_per_host((global.concurrency.max(1) + 1).max(connections))
         .memory_budget(MemoryBudget::new(budget));

@@ -116,6 +116,10 @@ pub struct Report {
     pub repeat: usize,
     pub part_size: usize,
     pub concurrency: usize,
+    /// The client's memory budget, bytes.
+    pub memory_budget: usize,
+    /// Where the budget came from (`--max-memory`, `MemTotal + the largest GET`, ...).
+    pub memory_budget_source: String,
     pub cases: Vec<CaseResult>,
     /// What was skipped and why.
     pub notes: Vec<String>,
@@ -164,16 +168,25 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "median of {} run(s); part size {}, {} in flight; {}",
+            "median of {} run(s); part size {}, {} in flight; {}; {}",
             self.repeat,
             human(self.part_size as u64),
             self.concurrency,
+            self.budget_line(),
             self.server_line()
         );
         for note in &self.notes {
             let _ = writeln!(out, "note: {note}");
         }
         out
+    }
+
+    fn budget_line(&self) -> String {
+        format!(
+            "memory budget {} ({})",
+            human(self.memory_budget as u64),
+            self.memory_budget_source
+        )
     }
 
     fn server_line(&self) -> String {
@@ -204,6 +217,8 @@ impl Report {
             "repeat": self.repeat,
             "part_size": self.part_size,
             "concurrency": self.concurrency,
+            "memory_budget": self.memory_budget,
+            "memory_budget_source": self.memory_budget_source,
             "loopback_gib_per_s": self.loopback_ceiling(),
             "cases": cases,
             "notes": self.notes,
@@ -275,10 +290,11 @@ impl Report {
         let _ = writeln!(
             page,
             "<h2>Settings</h2><ul><li>{}</li><li>part size {}, {} in flight</li>\
-             <li>endpoint {}</li></ul>",
+             <li>{}</li><li>endpoint {}</li></ul>",
             escape(&self.server_line()),
             human(self.part_size as u64),
             self.concurrency,
+            escape(&self.budget_line()),
             escape(&self.endpoint)
         );
         if !self.notes.is_empty() {
@@ -541,6 +557,8 @@ mod tests {
             repeat: 1,
             part_size: 8 << 20,
             concurrency: 4,
+            memory_budget: 13 << 30,
+            memory_budget_source: "MemTotal + the largest GET".into(),
             cases: vec![
                 case(CaseKind::Loopback, "loopback 1.0 GiB", 1 << 30, 0.25, 0),
                 case(CaseKind::Get, "get 1.0 GiB", 1 << 30, 0.5, 1 << 30),
@@ -557,6 +575,14 @@ mod tests {
         assert_eq!(r.fraction_of_loopback(&r.cases[1]), Some(0.5));
         let table = r.table();
         assert!(table.contains("50 %"), "{table}");
+        assert!(
+            table.contains("memory budget 13.0 GiB (MemTotal + the largest GET)"),
+            "{table}"
+        );
+        assert_eq!(
+            r.to_json()["memory_budget_source"],
+            "MemTotal + the largest GET"
+        );
         assert!(table.contains("fsync on, MD5 ETags on"), "{table}");
         let json = r.to_json();
         assert_eq!(json["cases"][1]["amplification"]["median"], 1.0);

@@ -106,6 +106,7 @@ impl Brisk {
             "AWS_REGION",
             "AWS_DEFAULT_REGION",
             "AWS_SESSION_TOKEN",
+            "BRISK_MAX_MEMORY",
         ] {
             cmd.env_remove(var);
         }
@@ -792,6 +793,57 @@ fn failures_are_readable_with_distinct_exit_codes() {
             refused.stderr
         );
     }
+}
+
+#[test]
+fn debug_says_what_the_memory_budget_is_and_where_it_came_from() {
+    let (dir, server) = setup();
+    let brisk = Brisk::new(&server.url, dir.path());
+    let budget_line = |run: &Run| {
+        run.stderr
+            .lines()
+            .find(|l| l.starts_with("brisk: memory budget "))
+            .unwrap_or_else(|| panic!("no budget line in {}", run.stderr))
+            .to_owned()
+    };
+    // The machine's default: a half of the cgroup limit or of MemTotal, at least 1 GiB.
+    let default = budget_line(&brisk.run(&["ls", "--debug"]).ok());
+    assert!(
+        default.contains("half of MemTotal")
+            || default.contains("half of cgroup memory.max")
+            || default.contains("half of cgroup memory.limit_in_bytes")
+            || default.contains("(default)"),
+        "{default}"
+    );
+    let bytes: u64 = default["brisk: memory budget ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(bytes >= 1 << 30, "{default}");
+    // The variable, and --max-memory over it.
+    let mut cmd = brisk.command(&["ls", "--debug"]);
+    cmd.env("BRISK_MAX_MEMORY", "3GiB");
+    assert_eq!(
+        budget_line(&run(cmd, None).ok()),
+        "brisk: memory budget 3221225472 bytes (BRISK_MAX_MEMORY)"
+    );
+    let mut cmd = brisk.command(&["ls", "--debug", "--max-memory", "64MiB"]);
+    cmd.env("BRISK_MAX_MEMORY", "3GiB");
+    assert_eq!(
+        budget_line(&run(cmd, None).ok()),
+        "brisk: memory budget 67108864 bytes (--max-memory)"
+    );
+    // A variable that is not a size is a usage error.
+    let mut cmd = brisk.command(&["ls"]);
+    cmd.env("BRISK_MAX_MEMORY", "lots");
+    let bad = run(cmd, None).failed_with(2);
+    assert!(
+        bad.stderr.contains("BRISK_MAX_MEMORY=\"lots\""),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]

@@ -185,6 +185,9 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// The budget that pays for buffers the client allocates (`Client::get_bytes`).
     pub memory_budget: MemoryBudget,
+    /// Where `memory_budget`'s size came from: `memory_budget` (set on the builder), or the
+    /// process-wide default's source (`BRISK_MAX_MEMORY`, the cgroup limit, `MemTotal`).
+    pub memory_budget_source: brisk_mem::BudgetSource,
     /// Bytes of free blocks the client's pool keeps for reuse; `None`: the pool's default (64 MiB,
     /// shared with the process-wide pool when the budget is the process-wide one).
     pub pool_retention: Option<usize>,
@@ -290,7 +293,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The memory budget buffers are paid from (default: the process-wide pool's budget).
+    /// The memory budget buffers are paid from (default: the process-wide pool's budget,
+    /// `BRISK_MAX_MEMORY` or a half of the memory the process may use, at least 1 GiB:
+    /// [`brisk_mem::choose_default_budget`]).
     pub fn memory_budget(mut self, budget: MemoryBudget) -> Self {
         self.memory_budget = Some(budget);
         self
@@ -397,9 +402,22 @@ impl ClientBuilder {
                 requirement: "at least 1",
             });
         }
-        let memory_budget = match self.memory_budget {
-            Some(b) => b,
-            None => brisk_mem::BufferPool::global().budget().clone(),
+        let (memory_budget, memory_budget_source) = match self.memory_budget {
+            Some(b) => (b, brisk_mem::BudgetSource::Setting("memory_budget")),
+            None => {
+                let global = brisk_mem::BufferPool::global_budget_choice();
+                let set_in_code = matches!(global.source, brisk_mem::BudgetSource::Setting(_));
+                if !set_in_code && brisk_mem::process_default_budget().is_err() {
+                    return Err(ConfigError::InvalidSetting {
+                        setting: brisk_mem::MAX_MEMORY_ENV,
+                        requirement: "a size of at least 1 byte, such as 8GiB or 512MiB",
+                    });
+                }
+                (
+                    brisk_mem::BufferPool::global().budget().clone(),
+                    global.source,
+                )
+            }
         };
         Ok(ClientConfig {
             endpoint,
@@ -413,6 +431,7 @@ impl ClientBuilder {
             read_buffer_size: self.read_buffer_size.unwrap_or(DEFAULT_READ_BUFFER_SIZE),
             retry: self.retry.unwrap_or_default(),
             memory_budget,
+            memory_budget_source,
             pool_retention: self.pool_retention,
             ca_bundle: self
                 .ca_bundle

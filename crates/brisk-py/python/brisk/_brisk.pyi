@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, TypedDict, overload
 
 from typing_extensions import Buffer as _BufferProtocol
 
@@ -17,6 +17,15 @@ class _Readable(Protocol):
 
 class _Writable(Protocol):
     def write(self, data: Buffer, /) -> object: ...
+
+class _Memory(TypedDict):
+    capacity: int
+    source: str
+    reserved: int
+    available: int
+    waiting: int
+    kept: int
+    kept_reuses: int
 
 __version__: str
 
@@ -228,7 +237,9 @@ class Client:
 
     `max_memory` (bytes, or a string such as "256MiB") is a hard cap on the buffers the client
     allocates: `get` buffers held by Python, `get_ranges` buffers, transfer parts. Without it the
-    client shares the process-wide budget (1 GiB). A call that needs more than is free waits until
+    client shares the process-wide budget: `BRISK_MAX_MEMORY` if set, else half of the memory the
+    process may use (its cgroup's limit, else the machine's memory), at least 1 GiB;
+    `memory()["source"]` says which. A call that needs more than is free waits until
     Buffers are released (Ctrl-C interrupts the wait); a call that needs more than the whole cap
     fails at once with `MemoryBudgetExceeded`. Freed Buffers' blocks are kept for reuse up to
     `pool_retention` bytes (default: a quarter of the budget), so a loop over batches does not fault
@@ -293,10 +304,12 @@ class Client:
         """The service the client speaks: "s3" or "azure"."""
     @property
     def region(self) -> str: ...
-    def memory(self) -> dict[str, int]:
-        """The budget: `capacity`, `reserved`, `available` bytes, `waiting` calls, `kept` bytes of
-        released Buffers kept for reuse (part of `reserved`) and `kept_reuses` (Buffers made from
-        them)."""
+    def memory(self) -> _Memory:
+        """The budget: `capacity`, where it came from (`source`: "max_memory", "BRISK_MAX_MEMORY",
+        "cgroup memory.max", "cgroup memory.limit_in_bytes", "MemTotal", or "default" when the
+        machine's memory could not be read), `reserved`, `available` bytes, `waiting` calls, `kept`
+        bytes of released Buffers kept for reuse (part of `reserved`) and `kept_reuses` (Buffers
+        made from them)."""
     def metrics(self) -> dict[str, int]:
         """Counters since the client was built: `requests`, `connections_opened`,
         `connections_reused`, `retries`, `resumed_reads`, `file_bytes_read` (file bytes an upload
