@@ -30,6 +30,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::aio;
 use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
+use crate::many;
 use crate::progress::Progress;
 use crate::reader::{AsyncObjectReader, ObjectReader};
 use crate::runtime::{spawn_wait, wait};
@@ -854,6 +855,36 @@ impl Client {
         finish_batch(py, outcomes, with_into, &lengths)
     }
 
+    /// Whole objects of many keys (str of `bucket`, or (bucket, key) pairs), `queue_depth` at a
+    /// time: a list in the order of `keys` of a Buffer or the key's exception (not raised).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    fn get_many(
+        &self,
+        py: Python<'_>,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<Py<PyAny>> {
+        many::check_depth(queue_depth)?;
+        let keys = many::key_pairs(bucket.as_deref(), keys)?;
+        let client = self.inner();
+        let outcomes =
+            spawn_wait(py, many::read_all(client, keys, queue_depth), |_| Ok(()))?.py_err(py)?;
+        many::outcome_list(py, outcomes)
+    }
+
+    /// An iterator of (index, key, Buffer or exception) as reads complete, taking keys from any
+    /// iterable only as slots free up: at most `queue_depth` objects held beyond those taken.
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    fn iter_many(
+        &self,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<many::ManyIterator> {
+        many::ManyIterator::start(&self.inner(), bucket, keys, queue_depth)
+    }
+
     /// Metadata of an object (HEAD).
     fn head(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<ObjectMeta> {
         let client = self.inner();
@@ -1235,6 +1266,25 @@ impl Client {
             py,
             async move { run_batch(client, bucket, targets, options).await },
             move |py, outcomes| finish_batch(py, outcomes, with_into, &lengths),
+        )
+    }
+
+    /// `get_many` as a coroutine.
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    fn get_many_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: Option<String>,
+        keys: &Bound<'py, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        many::check_depth(queue_depth)?;
+        let keys = many::key_pairs(bucket.as_deref(), keys)?;
+        let client = self.inner();
+        aio::spawn(
+            py,
+            many::read_all(client, keys, queue_depth),
+            many::outcome_list,
         )
     }
 

@@ -11,6 +11,7 @@
 //!   [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object
 //!   (each with an asyncio form, `AsyncObjectReader` and `AsyncObjectWriter`);
 //!   [`fileobj`]: `upload_fileobj` and `download_fileobj` with Python file objects.
+//! - [`many`]: `get_many`, `get_many_async` and `iter_many`, whole objects of many keys.
 
 use pyo3::prelude::*;
 
@@ -19,6 +20,7 @@ pub mod buffer;
 pub mod client;
 pub mod errors;
 pub mod fileobj;
+pub mod many;
 pub mod progress;
 pub mod reader;
 pub mod runtime;
@@ -39,6 +41,7 @@ fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::ObjectMeta>()?;
     m.add_class::<types::ObjectEntry>()?;
     m.add_class::<types::ListIterator>()?;
+    m.add_class::<many::ManyIterator>()?;
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::UploadResult>()?;
     m.add_class::<writer::ObjectWriter>()?;

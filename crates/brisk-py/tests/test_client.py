@@ -224,6 +224,131 @@ def test_get_ranges_argument_errors(client, bucket):
         client.get_ranges(bucket, "obj", [0], 1, queue_depth=0)
 
 
+# ----- get_many, iter_many ----------------------------------------------------------------------
+
+
+def mixed_size(i: int) -> int:
+    return [0, 1 + i, 4096 * (i % 7) + 3, 65536 + i, MiB + 17 * i, 300_000 + i][i % 6]
+
+
+def test_get_many_reads_every_byte_and_reports_missing_keys_in_place(server, bucket):
+    client = server.client(max_memory="512MiB", kept_buffers=0)
+    objects = {f"obj/{i:03}": payload(mixed_size(i), i) for i in range(300)}
+    for key, data in objects.items():
+        client.put(bucket, key, data)
+    keys = list(objects)
+    for i in range(0, 300, 37):
+        keys.insert(i, f"missing/{i}")
+    results = client.get_many(bucket, keys, queue_depth=16)
+    assert len(results) == len(keys)
+    for key, result in zip(keys, results):
+        if key.startswith("missing/"):
+            assert isinstance(result, brisk.NoSuchKey), (key, result)
+        else:
+            assert isinstance(result, brisk.Buffer), (key, result)
+            assert len(result) == len(objects[key]) and result == objects[key], key
+    assert client.metrics()["connections_opened"] <= 16
+    del results, result
+    assert client.memory()["reserved"] == 0
+
+
+def test_get_many_takes_bucket_key_pairs_across_buckets(server, client, bucket):
+    other = "t-" + bucket[2:][::-1]
+    client.create_bucket(other)
+    try:
+        client.put(bucket, "same", b"first")
+        client.put(other, "same", b"second")
+        results = client.get_many(None, [(bucket, "same"), (other, "same"), (other, "nope")])
+        assert bytes(results[0]) == b"first" and bytes(results[1]) == b"second"
+        assert isinstance(results[2], brisk.NoSuchKey)
+        # Mixed: str keys are of `bucket`.
+        results = client.get_many(bucket, ["same", (other, "same")], queue_depth=1)
+        assert [bytes(r) for r in results] == [b"first", b"second"]
+    finally:
+        client.delete_many(other, ["same"])
+        client.delete_bucket(other)
+
+
+def test_get_many_argument_errors(client, bucket):
+    with pytest.raises(ValueError, match="queue_depth"):
+        client.get_many(bucket, ["a"], queue_depth=0)
+    with pytest.raises(ValueError, match="no bucket"):
+        client.get_many(None, ["a"])
+    with pytest.raises(TypeError, match="keys must be"):
+        client.get_many(bucket, [b"a"])
+    with pytest.raises(ValueError, match="queue_depth"):
+        client.iter_many(bucket, ["a"], queue_depth=0)
+    assert client.get_many(bucket, []) == []
+    assert list(client.iter_many(bucket, [])) == []
+
+
+def test_get_many_gives_an_object_larger_than_the_budget_its_error(server, bucket):
+    client = server.client(max_memory="1MiB", kept_buffers=0)
+    client.put(bucket, "big", payload(2 * MiB))
+    client.put(bucket, "small", payload(1000))
+    results = client.get_many(bucket, ["small", "big", "small", "missing", "small"], queue_depth=1)
+    assert [type(r) for r in results] == [
+        brisk.Buffer, brisk.MemoryBudgetExceeded, brisk.Buffer, brisk.NoSuchKey, brisk.Buffer,
+    ]
+    assert all(bytes(results[i]) == payload(1000) for i in (0, 2, 4))
+
+
+def test_iter_many_holds_at_most_queue_depth_objects_and_takes_keys_lazily(server, bucket):
+    client = server.client(max_memory="256MiB", kept_buffers=0)
+    size = 200_000
+    data = payload(size)
+    for i in range(20):
+        client.put(bucket, f"k{i}", data)
+    taken = 0
+
+    def keys():  # a listing of a million keys, 20 of them distinct
+        nonlocal taken
+        for i in range(1_000_000):
+            taken += 1
+            yield f"k{i % 20}"
+
+    depth = 4
+    held = []
+    seen = set()
+    it = client.iter_many(bucket, keys(), queue_depth=depth)
+    for n, (index, key, result) in enumerate(it):
+        assert key == f"k{index % 20}" and index not in seen
+        seen.add(index)
+        assert isinstance(result, brisk.Buffer) and result == data
+        held.append(result)
+        time.sleep(0.02)  # a slow consumer: the reads it left room for finish meanwhile
+        assert taken <= len(held) + depth
+        assert client.memory()["reserved"] <= (len(held) + depth) * size
+        if n == 30:
+            break
+    it.close()
+    assert taken <= 31 + depth
+    assert client.metrics()["connections_opened"] <= depth
+    del held, result
+    assert client.memory()["reserved"] == 0
+
+
+def test_iter_many_yields_errors_in_place_at_queue_depth_one(client, bucket):
+    client.put(bucket, "a", b"aa")
+    client.put(bucket, "b", b"bbb")
+    out = list(client.iter_many(bucket, iter(["a", "nope", (bucket, "b")]), queue_depth=1))
+    assert [(i, k) for i, k, _ in out] == [(0, "a"), (1, "nope"), (2, (bucket, "b"))]
+    assert bytes(out[0][2]) == b"aa" and bytes(out[2][2]) == b"bbb"
+    assert isinstance(out[1][2], brisk.NoSuchKey)
+    assert client.metrics()["connections_opened"] <= 1 + 1  # the puts' connection, kept
+
+
+def test_get_many_async(client, bucket):
+    client.put(bucket, "a", b"async")
+
+    async def main():
+        return await client.get_many_async(bucket, ["a", "missing", "a"], queue_depth=2)
+
+    results = asyncio.run(main())
+    assert bytes(results[0]) == b"async" and bytes(results[2]) == b"async"
+    assert isinstance(results[1], brisk.NoSuchKey)
+
+
 # ----- head, put, delete, copy, list, presign, buckets -----------------------------------------
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypedDict, overload
 
 from typing_extensions import Buffer as _BufferProtocol
@@ -81,6 +81,16 @@ class ListIterator(Iterator[ObjectEntry]):
     def __next__(self) -> ObjectEntry: ...
     @property
     def pages_fetched(self) -> int: ...
+
+class ManyIterator(Iterator[tuple[int, Any, Buffer | BaseException]]):
+    """What `Client.iter_many` returns: `(index, key, result)` as each read completes, where
+    `index` is the key's position in `keys`, `key` the item as given and `result` a Buffer or the
+    key's exception (not raised). Keys are taken from the iterable only as slots free up."""
+
+    def __iter__(self) -> ManyIterator: ...
+    def __next__(self) -> tuple[int, Any, Buffer | BaseException]: ...
+    def close(self) -> None:
+        """Stops the reads in flight and drops the objects not yet taken."""
 
 class PutResult:
     etag: str | None
@@ -365,6 +375,31 @@ class Client:
         ranges or one per range. Ranges that fail raise `RangeErrors` after the whole batch has run:
         its `errors` maps each failing index to its exception, and its `results` holds what did
         arrive (Buffers, or byte counts with `into`; None where the range failed)."""
+    def get_many(
+        self,
+        bucket: str | None,
+        keys: Iterable[str | tuple[str, str]],
+        *,
+        queue_depth: int = 64,
+    ) -> list[Buffer | BaseException]:
+        """Whole objects of many keys, each in a Buffer of exactly its size, at most `queue_depth`
+        at a time on as many keep-alive connections. `keys` are str (keys of `bucket`) or
+        `(bucket, key)` pairs (then `bucket` may be None). Returns a list in the order of `keys`:
+        each item a Buffer, or the exception for that key (`NoSuchKey`, `MemoryBudgetExceeded` for
+        an object larger than the whole budget, ...), returned, not raised. The list holds every
+        object, so together they must fit the memory budget (a read waits for memory until they
+        do); for more, use `iter_many`."""
+    def iter_many(
+        self,
+        bucket: str | None,
+        keys: Iterable[str | tuple[str, str]],
+        *,
+        queue_depth: int = 64,
+    ) -> ManyIterator:
+        """`get_many` as an iterator of `(index, key, Buffer or exception)` in the order reads
+        complete. Keys are taken from `keys` (any iterable, a generator of millions of keys) only
+        as slots free up: at most `queue_depth` objects are in flight or finished and not yet
+        yielded, whatever the length of `keys`."""
     def head(self, bucket: str, key: str) -> ObjectMeta: ...
     def download(
         self,
@@ -498,6 +533,13 @@ class Client:
         queue_depth: int = 64,
         connections: int | None = None,
     ) -> Awaitable[list[Buffer] | int]: ...
+    def get_many_async(
+        self,
+        bucket: str | None,
+        keys: Iterable[str | tuple[str, str]],
+        *,
+        queue_depth: int = 64,
+    ) -> Awaitable[list[Buffer | BaseException]]: ...
     def head_async(self, bucket: str, key: str) -> Awaitable[ObjectMeta]: ...
     def put_async(
         self,

@@ -1,0 +1,214 @@
+//! `Client.get_many`, `get_many_async` and `iter_many`: many whole objects over
+//! `brisk_client::ObjectReads`, each into an exact buffer, at most `queue_depth` at a time, with a
+//! key's error (`NoSuchKey`, `MemoryBudgetExceeded`, ...) as its result instead of raised.
+//!
+//! The list forms read every key and return when all are done; `iter_many` is a Python iterator
+//! that takes keys from any iterable only as slots free up and yields results as they complete,
+//! so the objects it holds are at most `queue_depth` beyond those the caller kept.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, TryLockError};
+
+use brisk_client::{ObjectRead, ObjectReads};
+use brisk_mem::ExactBuf;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyIterator, PyList, PyString, PyTuple};
+
+use crate::buffer::Buffer;
+use crate::errors;
+use crate::runtime::{runtime, wait};
+
+/// A key to read: the bucket and the key.
+pub type KeyPair = (Arc<str>, Arc<str>);
+
+/// One key of `keys`: a str (of `bucket`) or a `(bucket, key)` pair.
+pub fn key_pair(bucket: Option<&str>, item: &Bound<'_, PyAny>) -> PyResult<KeyPair> {
+    if let Ok(key) = item.cast::<PyString>() {
+        let Some(bucket) = bucket else {
+            return Err(PyValueError::new_err(format!(
+                "key {key} has no bucket: give `bucket`, or (bucket, key) pairs"
+            )));
+        };
+        return Ok((bucket.into(), key.to_str()?.into()));
+    }
+    if let Ok(pair) = item.cast::<PyTuple>()
+        && pair.len() == 2
+    {
+        let bucket: String = pair.get_item(0)?.extract()?;
+        let key: String = pair.get_item(1)?.extract()?;
+        return Ok((bucket.into(), key.into()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "keys must be str or (bucket, key) tuples, not {}",
+        item.get_type().name()?
+    )))
+}
+
+/// Every key of `keys` (any iterable), checked before a request is sent.
+pub fn key_pairs(bucket: Option<&str>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<KeyPair>> {
+    keys.try_iter()?
+        .map(|item| key_pair(bucket, &item?))
+        .collect()
+}
+
+pub fn check_depth(queue_depth: usize) -> PyResult<()> {
+    if queue_depth == 0 {
+        return Err(PyValueError::new_err("queue_depth must be at least 1"));
+    }
+    Ok(())
+}
+
+/// The outcome of each key, in the order of `keys`.
+pub type Outcomes = Vec<Option<brisk_client::Result<ExactBuf>>>;
+
+/// Reads every key, at most `queue_depth` at a time. Runs on the runtime (spawned).
+pub async fn read_all(
+    client: brisk_client::Client,
+    keys: Vec<KeyPair>,
+    queue_depth: usize,
+) -> brisk_client::Result<Outcomes> {
+    let mut outcomes: Outcomes = (0..keys.len()).map(|_| None).collect();
+    let mut reads = client.object_reads(queue_depth)?;
+    for (i, (bucket, key)) in keys.into_iter().enumerate() {
+        reads.submit(i as u64, bucket, key);
+    }
+    while let Some((index, result)) = reads.next().await {
+        outcomes[index as usize] = Some(result);
+    }
+    Ok(outcomes)
+}
+
+/// A key's result: its Buffer, or its exception (not raised).
+fn result_object(py: Python<'_>, result: brisk_client::Result<ExactBuf>) -> PyResult<Py<PyAny>> {
+    Ok(match result {
+        Ok(buf) => Py::new(py, Buffer::exact(buf))?.into_any(),
+        Err(e) => errors::to_py(py, e).into_value(py).into_any(),
+    })
+}
+
+/// The list `get_many` returns: a Buffer or an exception per key, in order.
+pub fn outcome_list(py: Python<'_>, outcomes: Outcomes) -> PyResult<Py<PyAny>> {
+    let list = PyList::empty(py);
+    for (index, outcome) in outcomes.into_iter().enumerate() {
+        let item = match outcome {
+            Some(result) => result_object(py, result)?,
+            None => errors::plain(py, "Error", format!("key {index} did not complete"))
+                .into_value(py)
+                .into_any(),
+        };
+        list.append(item)?;
+    }
+    Ok(list.into_any().unbind())
+}
+
+/// What `iter_many` yields: the key's index, the key as given, its Buffer or exception.
+type Yielded = (u64, Py<PyAny>, Py<PyAny>);
+
+/// The iterator `Client.iter_many` returns: `(index, key, Buffer or exception)` as each read
+/// completes, `key` as it was given.
+#[pyclass(module = "brisk")]
+#[derive(Debug)]
+pub struct ManyIterator {
+    state: Mutex<Option<IterState>>,
+}
+
+#[derive(Debug)]
+struct IterState {
+    reads: ObjectReads,
+    /// The caller's iterator of keys; `None` once it is exhausted.
+    keys: Option<Py<PyIterator>>,
+    bucket: Option<String>,
+    next_index: u64,
+    /// The keys as given, of reads not yet yielded (at most `queue_depth`).
+    given: HashMap<u64, Py<PyAny>>,
+}
+
+impl ManyIterator {
+    pub fn start(
+        client: &brisk_client::Client,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<Self> {
+        check_depth(queue_depth)?;
+        let keys = keys.try_iter()?.unbind();
+        let runtime = runtime();
+        let _context = runtime.enter();
+        let reads = client
+            .object_reads(queue_depth)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Self {
+            state: Mutex::new(Some(IterState {
+                reads,
+                keys: Some(keys),
+                bucket,
+                next_index: 0,
+                given: HashMap::new(),
+            })),
+        })
+    }
+}
+
+impl IterState {
+    /// Takes keys from the caller's iterator while a slot is free.
+    fn fill(&mut self, py: Python<'_>) -> PyResult<()> {
+        while self.reads.has_room() {
+            let Some(keys) = &self.keys else {
+                return Ok(());
+            };
+            let Some(item) = keys.bind(py).clone().next() else {
+                self.keys = None;
+                return Ok(());
+            };
+            let item = item?;
+            let (bucket, key) = key_pair(self.bucket.as_deref(), &item)?;
+            self.reads.submit(self.next_index, bucket, key);
+            self.given.insert(self.next_index, item.unbind());
+            self.next_index += 1;
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl ManyIterator {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Yielded>> {
+        let mut guard = match self.state.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                return Err(PyRuntimeError::new_err(
+                    "another thread is taking a result from this iterator",
+                ));
+            }
+        };
+        let Some(state) = guard.as_mut() else {
+            return Ok(None);
+        };
+        state.fill(py)?;
+        if state.reads.outstanding() == 0 {
+            *guard = None;
+            return Ok(None);
+        }
+        // Cancel-safe: an interrupted wait loses no result, the next call takes it.
+        let read: Option<ObjectRead> = wait(py, state.reads.next())?;
+        let Some((index, result)) = read else {
+            *guard = None;
+            return Ok(None);
+        };
+        let key = state.given.remove(&index).unwrap_or_else(|| py.None());
+        Ok(Some((index, key, result_object(py, result)?)))
+    }
+
+    /// Stops the reads in flight and drops the objects not yet taken.
+    fn close(&self) {
+        if let Ok(mut guard) = self.state.lock() {
+            *guard = None;
+        }
+    }
+}
