@@ -252,8 +252,9 @@ class Client:
     `memory()["source"]` says which. A call that needs more than is free waits until
     Buffers are released (Ctrl-C interrupts the wait); a call that needs more than the whole cap
     fails at once with `MemoryBudgetExceeded`. Freed Buffers' blocks are kept for reuse up to
-    `pool_retention` bytes (default: a quarter of the budget), so a loop over batches does not fault
-    its memory in again each time; kept blocks stay counted in `memory()["reserved"]`.
+    `pool_retention` bytes (default: a quarter of `max_memory`; without it, a quarter of the
+    default budget up to 256 MiB), so a loop over batches does not fault its memory in again each
+    time; kept blocks stay counted in `memory()["reserved"]`.
     Likewise a released `get` Buffer of 1 MiB or more is kept resident for the next `get` (or
     large `get_ranges` range) it exceeds by at most a quarter, which then costs no fresh
     pages: up to `kept_buffers` bytes (default: the whole budget; 0 keeps none; on the shared
