@@ -189,6 +189,8 @@ pub struct RandomReport {
     pub duration: Duration,
     pub connections: usize,
     pub pipelining: PipeliningArg,
+    /// The client's memory budget, bytes, and where it came from.
+    pub memory_budget: (usize, String),
     pub points: Vec<Point>,
 }
 
@@ -242,6 +244,7 @@ async fn sweep(
         duration: plan.duration,
         connections: plan.connections,
         pipelining: plan.pipelining,
+        memory_budget: ran.memory_budget,
         points,
     })
 }
@@ -390,7 +393,8 @@ impl RandomReport {
             None => format!("endpoint {}", self.endpoint),
         };
         format!(
-            "object s3://{}/{} ({}{}); {:.1} s per point; up to {} connections, pipelining {}; {server}",
+            "object s3://{}/{} ({}{}); {:.1} s per point; up to {} connections, pipelining {}; \
+             memory budget {} ({}); {server}",
             self.bucket,
             self.key,
             human(self.object_size),
@@ -402,6 +406,8 @@ impl RandomReport {
             self.duration.as_secs_f64(),
             self.connections,
             pipelining_name(self.pipelining),
+            human(self.memory_budget.0 as u64),
+            self.memory_budget.1,
         )
     }
 
@@ -469,6 +475,8 @@ impl RandomReport {
             "duration_s": self.duration.as_secs_f64(),
             "connections": self.connections,
             "pipelining": pipelining_name(self.pipelining),
+            "memory_budget": self.memory_budget.0,
+            "memory_budget_source": self.memory_budget.1,
             "points": points,
         })
     }
@@ -714,6 +722,7 @@ mod tests {
             duration: Duration::from_millis(500),
             connections: 8,
             pipelining: PipeliningArg::Auto,
+            memory_budget: (5 << 30, "MemTotal + the largest GET".into()),
             points,
         };
         let page = report.html();
@@ -727,5 +736,10 @@ mod tests {
         let table = report.table();
         assert_eq!(table.lines().count(), 6, "{table}");
         assert!(table.contains("4.0 KiB"), "{table}");
+        assert!(
+            table.contains("memory budget 5.0 GiB (MemTotal + the largest GET)"),
+            "{table}"
+        );
+        assert_eq!(json["memory_budget"], 5u64 << 30);
     }
 }
