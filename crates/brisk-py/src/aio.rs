@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use brisk_client::TransferProgress;
 use pyo3::prelude::*;
@@ -67,6 +68,7 @@ where
     let future_ref = py_future.clone().unbind();
     let task = runtime().spawn(async move {
         let output = future.await;
+        let _delivering = Delivering::start();
         Python::attach(|py| {
             let (ok, value) = match output.map_err(|e| e.into_py(py)) {
                 Ok(r) => match convert(py, r) {
@@ -86,6 +88,37 @@ where
     };
     py_future.call_method1("add_done_callback", (canceller,))?;
     Ok(py_future)
+}
+
+/// Results being handed to an event loop now (see [`deliveries_in_flight`]).
+static DELIVERING: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one delivery in [`DELIVERING`] while it lives.
+struct Delivering;
+
+impl Delivering {
+    fn start() -> Self {
+        DELIVERING.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Delivering {
+    fn drop(&mut self) {
+        DELIVERING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// How many results a runtime worker is handing to an event loop right now. `call_soon_threadsafe`
+/// wakes the loop by writing to its self-pipe, which releases the GIL: the loop may run the
+/// callback, `asyncio.run` return and the interpreter begin to finalise before the worker takes
+/// the GIL back, and CPython (up to 3.13) then ends that thread with `pthread_exit` through Rust
+/// frames, which aborts the process after its work was done. `brisk`'s exit hook waits for this to
+/// reach 0 before finalisation.
+#[pyfunction]
+#[pyo3(name = "_deliveries_in_flight")]
+pub fn deliveries_in_flight() -> usize {
+    DELIVERING.load(Ordering::SeqCst)
 }
 
 /// An `asyncio.Future` of the running loop that already holds `value`: what an awaitable method

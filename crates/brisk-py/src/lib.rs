@@ -49,5 +49,6 @@ fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reader::ObjectReader>()?;
     m.add_class::<reader::AsyncObjectReader>()?;
     m.add_function(wrap_pyfunction!(parse_size, m)?)?;
+    m.add_function(wrap_pyfunction!(aio::deliveries_in_flight, m)?)?;
     Ok(())
 }

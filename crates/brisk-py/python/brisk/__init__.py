@@ -113,4 +113,27 @@ def _wait_for_arrow_threads(timeout: float | None = None) -> bool:
         time.sleep(0.001)
 
 
+
+
+def _wait_for_deliveries(timeout: float | None = None) -> bool:
+    """Called at exit, before the interpreter finalises: waits, with the GIL free, until no
+    runtime worker is handing an asyncio result to an event loop, at most `timeout` seconds
+    (`EXIT_WAIT` by default). True when none is.
+
+    A worker delivers a `*_async` result with the loop's `call_soon_threadsafe`, whose wake-up
+    write to the loop's self-pipe releases the GIL; meanwhile the loop can run the result's
+    callback and `asyncio.run` return. A worker that asks for the GIL back once finalisation has
+    begun is ended by CPython (`pthread_exit`, up to 3.13) inside Rust frames, and the process
+    aborts (status 134) after its work was done."""
+    from brisk._brisk import _deliveries_in_flight
+
+    deadline = time.monotonic() + (EXIT_WAIT if timeout is None else timeout)
+    while _deliveries_in_flight():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
 atexit.register(_wait_for_arrow_threads)
+atexit.register(_wait_for_deliveries)
