@@ -132,6 +132,14 @@ impl ObjectReads {
         self.queue_depth
     }
 
+    /// Aborts the reads in flight, drops those finished and not taken, and forgets the keys
+    /// queued: nothing is outstanding afterwards.
+    pub fn cancel(&mut self) {
+        self.queued.clear();
+        self.tasks.abort_all();
+        self.tasks.detach_all();
+    }
+
     fn start_queued(&mut self) {
         while self.tasks.len() < self.queue_depth {
             let Some((id, bucket, key)) = self.queued.pop_front() else {

@@ -1293,6 +1293,17 @@ impl Client {
         )
     }
 
+    /// `iter_many` for `async for`: an async iterator of (index, key, Buffer or exception).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    fn iter_many_async(
+        &self,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<many::AsyncManyIterator> {
+        many::AsyncManyIterator::start(&self.inner(), bucket, keys, queue_depth)
+    }
+
     /// `head` as a coroutine.
     fn head_async<'py>(
         &self,

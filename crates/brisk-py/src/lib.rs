@@ -11,7 +11,8 @@
 //!   [`writer`]: `brisk.ObjectWriter`, a file opened for writing whose bytes become an object
 //!   (each with an asyncio form, `AsyncObjectReader` and `AsyncObjectWriter`);
 //!   [`fileobj`]: `upload_fileobj` and `download_fileobj` with Python file objects.
-//! - [`many`]: `get_many`, `get_many_async` and `iter_many`, whole objects of many keys.
+//! - [`many`]: `get_many`, `get_many_async`, `iter_many` and `iter_many_async`, whole objects of
+//!   many keys.
 
 use pyo3::prelude::*;
 
@@ -42,6 +43,7 @@ fn _brisk(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::ObjectEntry>()?;
     m.add_class::<types::ListIterator>()?;
     m.add_class::<many::ManyIterator>()?;
+    m.add_class::<many::AsyncManyIterator>()?;
     m.add_class::<types::PutResult>()?;
     m.add_class::<types::UploadResult>()?;
     m.add_class::<writer::ObjectWriter>()?;

@@ -212,3 +212,126 @@ impl ManyIterator {
         }
     }
 }
+
+/// The async iterator `Client.iter_many_async` returns: `iter_many` for `async for`, each
+/// `__anext__` an awaitable that the runtime completes (the event loop never waits on I/O). Keys
+/// come from a plain iterable, taken on the loop's thread as slots free up.
+#[pyclass(module = "brisk")]
+#[derive(Debug)]
+pub struct AsyncManyIterator {
+    reads: Arc<tokio::sync::Mutex<ObjectReads>>,
+    feed: Mutex<Feed>,
+}
+
+#[derive(Debug)]
+struct Feed {
+    /// The caller's iterator of keys; `None` once it is exhausted (or the iterator closed).
+    keys: Option<Py<PyIterator>>,
+    bucket: Option<String>,
+    next_index: u64,
+    /// The keys as given, of reads not yet yielded.
+    given: Arc<Mutex<HashMap<u64, Py<PyAny>>>>,
+    closed: bool,
+}
+
+impl AsyncManyIterator {
+    pub fn start(
+        client: &brisk_client::Client,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<Self> {
+        check_depth(queue_depth)?;
+        let keys = keys.try_iter()?.unbind();
+        let runtime = runtime();
+        let _context = runtime.enter();
+        let reads = client
+            .object_reads(queue_depth)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Self {
+            reads: Arc::new(tokio::sync::Mutex::new(reads)),
+            feed: Mutex::new(Feed {
+                keys: Some(keys),
+                bucket,
+                next_index: 0,
+                given: Arc::new(Mutex::new(HashMap::new())),
+                closed: false,
+            }),
+        })
+    }
+}
+
+#[pymethods]
+impl AsyncManyIterator {
+    fn __aiter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let busy = || {
+            PyRuntimeError::new_err("one __anext__ at a time: the previous one is still in flight")
+        };
+        let mut feed = match self.feed.try_lock() {
+            Ok(feed) => feed,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(busy()),
+        };
+        let Ok(mut reads) = Arc::clone(&self.reads).try_lock_owned() else {
+            return Err(busy());
+        };
+        if feed.closed {
+            return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(()));
+        }
+        while reads.has_room() {
+            let Some(keys) = &feed.keys else {
+                break;
+            };
+            let Some(item) = keys.bind(py).clone().next() else {
+                feed.keys = None;
+                break;
+            };
+            let item = item?;
+            let (bucket, key) = key_pair(feed.bucket.as_deref(), &item)?;
+            let index = feed.next_index;
+            reads.submit(index, bucket, key);
+            feed.given
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(index, item.unbind());
+            feed.next_index += 1;
+        }
+        if reads.outstanding() == 0 {
+            return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(()));
+        }
+        let given = Arc::clone(&feed.given);
+        crate::aio::spawn_with(
+            py,
+            async move {
+                // Cancel-safe: a cancelled `__anext__` loses no result; the next one takes it.
+                reads
+                    .next()
+                    .await
+                    .ok_or_else(|| pyo3::exceptions::PyStopAsyncIteration::new_err(()))
+            },
+            move |py, (index, result)| {
+                let key = given
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&index)
+                    .unwrap_or_else(|| py.None());
+                let value = result_object(py, result)?;
+                Ok((index, key, value).into_pyobject(py)?.into_any().unbind())
+            },
+        )
+    }
+
+    /// Stops the reads in flight (those already finished are dropped) and takes no more keys.
+    fn close(&self) {
+        let mut feed = self.feed.lock().unwrap_or_else(|e| e.into_inner());
+        feed.closed = true;
+        feed.keys = None;
+        if let Ok(mut reads) = self.reads.try_lock() {
+            reads.cancel();
+        }
+    }
+}

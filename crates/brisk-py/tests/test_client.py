@@ -349,6 +349,51 @@ def test_get_many_async(client, bucket):
     assert isinstance(results[1], brisk.NoSuchKey)
 
 
+def test_iter_many_async_yields_as_reads_complete_and_takes_keys_lazily(server, bucket):
+    client = server.client(max_memory="256MiB", kept_buffers=0)
+    size = 100_000
+    data = payload(size)
+    for i in range(10):
+        client.put(bucket, f"k{i}", data)
+    taken = 0
+
+    def keys():
+        nonlocal taken
+        for i in range(1_000_000):
+            taken += 1
+            yield f"k{i % 10}" if i % 9 else f"missing{i}"
+
+    async def main():
+        got = []
+        it = client.iter_many_async(bucket, keys(), queue_depth=3)
+        async for index, key, result in it:
+            got.append((index, key, result))
+            assert taken <= len(got) + 3
+            await asyncio.sleep(0.01)
+            if len(got) == 25:
+                break
+        it.close()
+        with pytest.raises(StopAsyncIteration):
+            await it.__anext__()
+        return got
+
+    got = asyncio.run(main())
+    for index, key, result in got:
+        if index % 9 == 0:
+            assert key == f"missing{index}" and isinstance(result, brisk.NoSuchKey)
+        else:
+            assert key == f"k{index % 10}" and result == data
+    assert taken <= 25 + 3
+    assert client.metrics()["connections_opened"] <= 3
+    del got, result
+    assert client.memory()["reserved"] == 0
+
+    async def everything():
+        return [(i, bytes(r)) async for i, _, r in client.iter_many_async(bucket, ["k1", "k2"], queue_depth=1)]
+
+    assert sorted(asyncio.run(everything())) == [(0, data), (1, data)]
+
+
 # ----- head, put, delete, copy, list, presign, buckets -----------------------------------------
 
 

@@ -34,7 +34,8 @@ def test_every_stubbed_name_exists():
 
 def test_every_public_method_is_stubbed_and_documented():
     stubs = stub_classes()
-    for cls in ("Client", "Buffer", "ObjectReader", "ObjectWriter", "AsyncObjectReader", "AsyncObjectWriter"):
+    for cls in ("Client", "Buffer", "ObjectReader", "ObjectWriter", "AsyncObjectReader", "AsyncObjectWriter",
+                "ManyIterator", "AsyncManyIterator"):
         for name in dir(getattr(native, cls)):
             if name.startswith("_"):
                 continue

@@ -23,6 +23,7 @@ import sys
 import time
 
 from brisk._brisk import (
+    AsyncManyIterator,
     AsyncObjectReader,
     AsyncObjectWriter,
     Buffer,
@@ -42,6 +43,7 @@ from brisk.errors import *  # noqa: F403
 from brisk.errors import __all__ as _errors
 
 __all__ = [
+    "AsyncManyIterator",
     "AsyncObjectReader",
     "AsyncObjectWriter",
     "Buffer",

@@ -92,6 +92,16 @@ class ManyIterator(Iterator[tuple[int, Any, Buffer | BaseException]]):
     def close(self) -> None:
         """Stops the reads in flight and drops the objects not yet taken."""
 
+class AsyncManyIterator:
+    """What `Client.iter_many_async` returns: `ManyIterator` for `async for`, each `__anext__`
+    completed on brisk's runtime. One `__anext__` at a time (a second while one is in flight is a
+    `RuntimeError`); a cancelled one loses no result."""
+
+    def __aiter__(self) -> AsyncManyIterator: ...
+    def __anext__(self) -> Awaitable[tuple[int, Any, Buffer | BaseException]]: ...
+    def close(self) -> None:
+        """Stops the reads in flight, drops the objects not yet taken and takes no more keys."""
+
 class PutResult:
     etag: str | None
     checksum: str
@@ -541,6 +551,15 @@ class Client:
         *,
         queue_depth: int = 64,
     ) -> Awaitable[list[Buffer | BaseException]]: ...
+    def iter_many_async(
+        self,
+        bucket: str | None,
+        keys: Iterable[str | tuple[str, str]],
+        *,
+        queue_depth: int = 64,
+    ) -> AsyncManyIterator:
+        """`iter_many` for `async for`: keys from a plain iterable, taken on the loop's thread as
+        slots free up; the reads run on brisk's runtime and the loop never waits on I/O."""
     def head_async(self, bucket: str, key: str) -> Awaitable[ObjectMeta]: ...
     def put_async(
         self,
