@@ -29,7 +29,9 @@
 //! - **Memory**: each object is read as [`Client::get_bytes`] reads it: exactly `Content-Length`
 //!   bytes, reserved on the client's budget once the response's head says how many, waiting while
 //!   the budget is full. An object larger than the whole budget is [`Error::Memory`] at once for
-//!   that key.
+//!   that key. A caller that keeps every object until the end (a list) says so with
+//!   [`ObjectReads::hold_all`]: an object that would take the set past the budget's capacity is
+//!   then [`Error::Memory`] too, where waiting would never end.
 //!
 //! # Why not the range batch engine
 //!
@@ -45,8 +47,9 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use brisk_mem::ExactBuf;
+use brisk_mem::{BudgetError, ExactBuf};
 use tokio::runtime::Handle;
 use tokio::task::JoinSet;
 
@@ -67,6 +70,8 @@ pub struct ObjectReads {
     /// Keys submitted beyond the queue depth (names only, no buffer).
     queued: VecDeque<(u64, Arc<str>, Arc<str>)>,
     queue_depth: usize,
+    /// With [`hold_all`](ObjectReads::hold_all): the bytes of the objects read or being read.
+    held: Option<Arc<AtomicUsize>>,
 }
 
 impl Client {
@@ -87,6 +92,7 @@ impl Client {
             tasks: JoinSet::new(),
             queued: VecDeque::new(),
             queue_depth,
+            held: None,
         })
     }
 
@@ -132,6 +138,16 @@ impl ObjectReads {
         self.queue_depth
     }
 
+    /// For a caller that keeps every object until the last is read (a list of them): a read whose
+    /// object would take the objects of this set past the budget's capacity fails at once with
+    /// [`Error::Memory`] (`ExceedsCapacity`, the set's total and this object's), with nothing
+    /// reserved, instead of waiting for memory that only the caller would free, for ever. Objects
+    /// of the set that fit are read; a read that fails gives its share back.
+    pub fn hold_all(mut self) -> Self {
+        self.held = Some(Arc::new(AtomicUsize::new(0)));
+        self
+    }
+
     /// Aborts the reads in flight, drops those finished and not taken, and forgets the keys
     /// queued: nothing is outstanding afterwards.
     pub fn cancel(&mut self) {
@@ -146,8 +162,32 @@ impl ObjectReads {
                 return;
             };
             let client = self.client.clone();
+            let held = self.held.clone();
             self.tasks.spawn_on(
-                async move { (id, client.get_bytes(&bucket, &key).await) },
+                async move {
+                    let Some(held) = held else {
+                        return (id, client.get_bytes(&bucket, &key).await);
+                    };
+                    let capacity = client.memory_budget().capacity();
+                    let mut claimed = 0;
+                    let admit = |length: usize| {
+                        held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |h| {
+                            (h.saturating_add(length) <= capacity).then_some(h + length)
+                        })
+                        .map(|_| claimed = length)
+                        .map_err(|h| {
+                            Error::Memory(BudgetError::ExceedsCapacity {
+                                requested: h.saturating_add(length),
+                                capacity,
+                            })
+                        })
+                    };
+                    let read = client.get_bytes_admitted(&bucket, &key, admit).await;
+                    if read.is_err() {
+                        held.fetch_sub(claimed, Ordering::SeqCst);
+                    }
+                    (id, read)
+                },
                 &self.runtime,
             );
         }

@@ -458,6 +458,30 @@ impl Client {
         Ok(Some(buf))
     }
 
+    /// [`get_bytes`](Self::get_bytes), calling `admit` with the object's length (from the
+    /// response's head) before its buffer is reserved: an error from `admit` is the read's, with
+    /// nothing reserved and the connection closed.
+    pub(crate) async fn get_bytes_admitted(
+        &self,
+        bucket: &str,
+        key: &str,
+        admit: impl FnOnce(usize) -> Result<()>,
+    ) -> Result<ExactBuf> {
+        check_bucket(bucket)?;
+        check_key(key)?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let length = body_length(&response)?;
+        let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
+            length,
+            capacity: usize::MAX,
+        })?;
+        admit(length)?;
+        let mut buf = ExactBuf::for_overwrite(self.memory_budget(), length).await?;
+        self.read_checked(bucket, key, "read", response, &mut buf)
+            .await?;
+        Ok(buf)
+    }
+
     /// Reads a whole object's body (`response`, of `dst`'s length) into `dst`, resuming if the
     /// connection fails, and checks it against the checksum the response carries, if any.
     ///

@@ -69,7 +69,8 @@ pub async fn read_all(
     queue_depth: usize,
 ) -> brisk_client::Result<Outcomes> {
     let mut outcomes: Outcomes = (0..keys.len()).map(|_| None).collect();
-    let mut reads = client.object_reads(queue_depth)?;
+    // The list keeps every object: a read that could never fit beside them fails, not waits.
+    let mut reads = client.object_reads(queue_depth)?.hold_all();
     for (i, (bucket, key)) in keys.into_iter().enumerate() {
         reads.submit(i as u64, bucket, key);
     }

@@ -293,6 +293,20 @@ def test_get_many_gives_an_object_larger_than_the_budget_its_error(server, bucke
     assert all(bytes(results[i]) == payload(1000) for i in (0, 2, 4))
 
 
+def test_get_many_fails_the_objects_past_the_budget_instead_of_waiting(server, bucket):
+    """The list keeps every object: the ones that would not fit beside the others are errors in
+    place, where waiting for memory only the list would free would never end."""
+    client = server.client(max_memory="3MiB", kept_buffers=0)
+    data = payload(900 * 1024)
+    for i in range(5):
+        client.put(bucket, f"k{i}", data)
+    results = client.get_many(bucket, [f"k{i}" for i in range(5)], queue_depth=4)
+    buffers = [r for r in results if isinstance(r, brisk.Buffer)]
+    refused = [r for r in results if isinstance(r, brisk.MemoryBudgetExceeded)]
+    assert (len(buffers), len(refused)) == (3, 2)
+    assert all(b == data for b in buffers)
+
+
 def test_iter_many_holds_at_most_queue_depth_objects_and_takes_keys_lazily(server, bucket):
     client = server.client(max_memory="256MiB", kept_buffers=0)
     size = 200_000

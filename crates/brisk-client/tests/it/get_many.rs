@@ -184,3 +184,37 @@ async fn pairs_across_buckets_and_a_zero_queue_depth() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_set_that_keeps_every_object_fails_those_past_the_budget_instead_of_waiting() {
+    bounded(STEP, async {
+        let c = builder_of(server_for(module_path!()))
+            .memory_budget(MemoryBudget::new(3 * MIB))
+            .build()
+            .unwrap();
+        let bucket = new_bucket(&c, "hold").await;
+        let body = pattern(900 * 1024, 5);
+        for i in 0..5 {
+            c.put(&bucket, &format!("k{i}"), &body).await.unwrap();
+        }
+        let mut reads = c.object_reads(4).unwrap().hold_all();
+        for i in 0..5 {
+            reads.submit(i, bucket.as_str(), format!("k{i}"));
+        }
+        reads.submit(5, bucket.as_str(), "missing");
+        // Every object kept, as a list would: three fit the budget together, two never will.
+        let mut kept = Vec::new();
+        let mut refused = 0;
+        while let Some((index, result)) = reads.next().await {
+            match result {
+                Ok(buf) => kept.push(buf),
+                Err(Error::Memory(_)) => refused += 1,
+                Err(Error::NoSuchKey(_)) => assert_eq!(index, 5),
+                Err(e) => panic!("{index}: {e}"),
+            }
+        }
+        assert_eq!((kept.len(), refused), (3, 2));
+        assert!(kept.iter().all(|b| b[..] == body[..]));
+    })
+    .await;
+}

@@ -398,8 +398,9 @@ class Client:
         `(bucket, key)` pairs (then `bucket` may be None). Returns a list in the order of `keys`:
         each item a Buffer, or the exception for that key (`NoSuchKey`, `MemoryBudgetExceeded` for
         an object larger than the whole budget, ...), returned, not raised. The list holds every
-        object, so together they must fit the memory budget (a read waits for memory until they
-        do); for more, use `iter_many`."""
+        object: an object that would take them past the budget's capacity is
+        `MemoryBudgetExceeded` in its place (not a wait for memory only the list would free); for
+        more than the budget holds, use `iter_many`."""
     def iter_many(
         self,
         bucket: str | None,
