@@ -44,8 +44,14 @@
 //! connection of its own from the client's pool, one request in flight per connection, which is
 //! what the batch engine does by default up to 64 requests in flight
 //! ([`DEFAULT_BATCH_CONNECTIONS`](crate::batch::DEFAULT_BATCH_CONNECTIONS)).
+//!
+//! [`Client::object_reads_with`] reads each object some other way: into memory the caller
+//! chooses once the object's length is known ([`Client::get_into_chosen`]), such as the next
+//! region of one large buffer.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -56,28 +62,63 @@ use tokio::task::JoinSet;
 use crate::client::Client;
 use crate::error::{Error, Result};
 
-/// One finished read: the index of its key and the object, or why it could not be read.
-pub type ObjectRead = (u64, Result<ExactBuf>);
+/// One finished read: the index of its key and the object (an [`ExactBuf`] unless the set reads
+/// elsewhere, see [`Client::object_reads_with`]), or why it could not be read.
+pub type ObjectRead<T = ExactBuf> = (u64, Result<T>);
+
+/// What reads one object of a set: given the client, the bucket and the key.
+type ReadFn<T> = Arc<
+    dyn Fn(Client, Arc<str>, Arc<str>) -> Pin<Box<dyn Future<Output = Result<T>> + Send>>
+        + Send
+        + Sync,
+>;
 
 /// Whole-object reads in progress: [`submit`](Self::submit) keys, take results with
 /// [`next`](Self::next) as they complete. Dropping it aborts the reads in flight.
-#[derive(Debug)]
-pub struct ObjectReads {
+pub struct ObjectReads<T = ExactBuf> {
     client: Client,
     runtime: Handle,
+    read: ReadFn<T>,
     /// Reads in flight and reads finished but not yet taken.
-    tasks: JoinSet<ObjectRead>,
+    tasks: JoinSet<ObjectRead<T>>,
     /// Keys submitted beyond the queue depth (names only, no buffer).
     queued: VecDeque<(u64, Arc<str>, Arc<str>)>,
     queue_depth: usize,
-    /// With [`hold_all`](ObjectReads::hold_all): the bytes of the objects read or being read.
-    held: Option<Arc<AtomicUsize>>,
+}
+
+impl<T> std::fmt::Debug for ObjectReads<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectReads")
+            .field("in_flight_or_done", &self.tasks.len())
+            .field("queued", &self.queued.len())
+            .field("queue_depth", &self.queue_depth)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Client {
     /// Starts a set of whole-object reads with at most `queue_depth` (at least 1) objects in flight
-    /// or waiting to be taken. Must be called within a tokio runtime: the reads run on it.
+    /// or waiting to be taken, each into an [`ExactBuf`] ([`get_bytes`](Self::get_bytes)). Must be
+    /// called within a tokio runtime: the reads run on it.
     pub fn object_reads(&self, queue_depth: usize) -> Result<ObjectReads> {
+        self.object_reads_with(queue_depth, |client, bucket, key| async move {
+            client.get_bytes(&bucket, &key).await
+        })
+    }
+
+    /// [`object_reads`](Self::object_reads) whose objects are read by `read` (given the client,
+    /// the bucket and the key): into the caller's memory with
+    /// [`get_into_chosen`](Self::get_into_chosen), for example.
+    pub fn object_reads_with<T, F, Fut>(
+        &self,
+        queue_depth: usize,
+        read: F,
+    ) -> Result<ObjectReads<T>>
+    where
+        T: Send + 'static,
+        F: Fn(Client, Arc<str>, Arc<str>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T>> + Send + 'static,
+    {
         if queue_depth == 0 {
             return Err(Error::InvalidArgument {
                 what: "get_many needs a queue depth of at least 1".into(),
@@ -89,10 +130,10 @@ impl Client {
         Ok(ObjectReads {
             client: self.clone(),
             runtime,
+            read: Arc::new(move |client, bucket, key| Box::pin(read(client, bucket, key))),
             tasks: JoinSet::new(),
             queued: VecDeque::new(),
             queue_depth,
-            held: None,
         })
     }
 
@@ -114,7 +155,44 @@ impl Client {
     }
 }
 
-impl ObjectReads {
+impl ObjectReads<ExactBuf> {
+    /// For a caller that keeps every object until the last is read (a list of them): a read whose
+    /// object would take the objects of this set past the budget's capacity fails at once with
+    /// [`Error::Memory`] (`ExceedsCapacity`, the set's total and this object's), with nothing
+    /// reserved, instead of waiting for memory that only the caller would free, for ever. Objects
+    /// of the set that fit are read; a read that fails gives its share back. Call it before
+    /// submitting keys.
+    pub fn hold_all(mut self) -> Self {
+        let held = Arc::new(AtomicUsize::new(0));
+        self.read = Arc::new(move |client, bucket, key| {
+            let held = Arc::clone(&held);
+            Box::pin(async move {
+                let capacity = client.memory_budget().capacity();
+                let mut claimed = 0;
+                let admit = |length: usize| {
+                    held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |h| {
+                        (h.saturating_add(length) <= capacity).then_some(h + length)
+                    })
+                    .map(|_| claimed = length)
+                    .map_err(|h| {
+                        Error::Memory(BudgetError::ExceedsCapacity {
+                            requested: h.saturating_add(length),
+                            capacity,
+                        })
+                    })
+                };
+                let read = client.get_bytes_admitted(&bucket, &key, admit).await;
+                if read.is_err() {
+                    held.fetch_sub(claimed, Ordering::SeqCst);
+                }
+                read
+            })
+        });
+        self
+    }
+}
+
+impl<T: Send + 'static> ObjectReads<T> {
     /// Queues a read of `bucket`/`key`, named `id` in its result. Never waits: keys past the queue
     /// depth wait (as names) until a slot frees.
     pub fn submit(&mut self, id: u64, bucket: impl Into<Arc<str>>, key: impl Into<Arc<str>>) {
@@ -138,16 +216,6 @@ impl ObjectReads {
         self.queue_depth
     }
 
-    /// For a caller that keeps every object until the last is read (a list of them): a read whose
-    /// object would take the objects of this set past the budget's capacity fails at once with
-    /// [`Error::Memory`] (`ExceedsCapacity`, the set's total and this object's), with nothing
-    /// reserved, instead of waiting for memory that only the caller would free, for ever. Objects
-    /// of the set that fit are read; a read that fails gives its share back.
-    pub fn hold_all(mut self) -> Self {
-        self.held = Some(Arc::new(AtomicUsize::new(0)));
-        self
-    }
-
     /// Aborts the reads in flight, drops those finished and not taken, and forgets the keys
     /// queued: nothing is outstanding afterwards.
     pub fn cancel(&mut self) {
@@ -161,41 +229,15 @@ impl ObjectReads {
             let Some((id, bucket, key)) = self.queued.pop_front() else {
                 return;
             };
-            let client = self.client.clone();
-            let held = self.held.clone();
-            self.tasks.spawn_on(
-                async move {
-                    let Some(held) = held else {
-                        return (id, client.get_bytes(&bucket, &key).await);
-                    };
-                    let capacity = client.memory_budget().capacity();
-                    let mut claimed = 0;
-                    let admit = |length: usize| {
-                        held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |h| {
-                            (h.saturating_add(length) <= capacity).then_some(h + length)
-                        })
-                        .map(|_| claimed = length)
-                        .map_err(|h| {
-                            Error::Memory(BudgetError::ExceedsCapacity {
-                                requested: h.saturating_add(length),
-                                capacity,
-                            })
-                        })
-                    };
-                    let read = client.get_bytes_admitted(&bucket, &key, admit).await;
-                    if read.is_err() {
-                        held.fetch_sub(claimed, Ordering::SeqCst);
-                    }
-                    (id, read)
-                },
-                &self.runtime,
-            );
+            let read = (self.read)(self.client.clone(), bucket, key);
+            self.tasks
+                .spawn_on(async move { (id, read.await) }, &self.runtime);
         }
     }
 
     /// The next finished read, in the order they finish; `None` when none is outstanding. Taking a
     /// result frees its slot. Cancel-safe: dropping the future loses no result.
-    pub async fn next(&mut self) -> Option<ObjectRead> {
+    pub async fn next(&mut self) -> Option<ObjectRead<T>> {
         loop {
             let joined = self.tasks.join_next().await?;
             self.start_queued();

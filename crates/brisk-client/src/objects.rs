@@ -482,6 +482,38 @@ impl Client {
         Ok(buf)
     }
 
+    /// The whole object read into the destination `choose` gives for its length (from the
+    /// response's head, before any byte of the body is read): at least that long, or
+    /// [`Error::BufferTooSmall`]. An error from `choose` is the read's, with the connection
+    /// closed. Checked and resumed as [`get_into`](Self::get_into) is; returns the destination
+    /// and the object's length.
+    pub async fn get_into_chosen<D: AsMut<[u8]>>(
+        &self,
+        bucket: &str,
+        key: &str,
+        choose: impl FnOnce(usize) -> Result<D>,
+    ) -> Result<(D, usize)> {
+        check_bucket(bucket)?;
+        check_key(key)?;
+        let response = self.send(&whole_object_get(bucket, key)).await?;
+        let length = body_length(&response)?;
+        let length = usize::try_from(length).map_err(|_| Error::BufferTooSmall {
+            length,
+            capacity: usize::MAX,
+        })?;
+        let mut dst = choose(length)?;
+        let capacity = dst.as_mut().len();
+        let Some(target) = dst.as_mut().get_mut(..length) else {
+            return Err(Error::BufferTooSmall {
+                length: length as u64,
+                capacity,
+            });
+        };
+        self.read_checked(bucket, key, "read", response, target)
+            .await?;
+        Ok((dst, length))
+    }
+
     /// Reads a whole object's body (`response`, of `dst`'s length) into `dst`, resuming if the
     /// connection fails, and checks it against the checksum the response carries, if any.
     ///

@@ -291,6 +291,32 @@ pub struct LentSlice {
 // thread; the regions lent to one batch do not overlap, so no two threads write the same bytes.
 unsafe impl Send for LentSlice {}
 
+impl LentSlice {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Takes the first `len` bytes away as a region of their own; `self` keeps the rest. The two
+    /// do not overlap, so they may be written by two reads at once.
+    pub fn split_to(&mut self, len: usize) -> LentSlice {
+        assert!(len <= self.len, "split past the end of a lent region");
+        let front = LentSlice {
+            ptr: self.ptr,
+            len,
+            _owner: Arc::clone(&self._owner),
+        };
+        // SAFETY: `len <= self.len`, so the new start is within (or one past the end of) the
+        // region this slice was lent, inside the buffer `_owner` keeps exported.
+        self.ptr = unsafe { self.ptr.add(len) };
+        self.len -= len;
+        front
+    }
+}
+
 impl std::fmt::Debug for LentSlice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LentSlice({} bytes)", self.len)

@@ -861,18 +861,31 @@ impl Client {
     }
 
     /// Whole objects of many keys (str of `bucket`, or (bucket, key) pairs), `queue_depth` at a
-    /// time: a list in the order of `keys` of a Buffer or the key's exception (not raised).
-    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    /// time: a list in the order of `keys` of a Buffer (or, with `into`, the (offset, length) of
+    /// the object's bytes in it) or the key's exception (not raised).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64, into=None))]
     fn get_many(
         &self,
         py: Python<'_>,
         bucket: Option<String>,
         keys: &Bound<'_, PyAny>,
         queue_depth: usize,
+        into: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         many::check_depth(queue_depth)?;
         let keys = many::key_pairs(bucket.as_deref(), keys)?;
         let client = self.inner();
+        if let Some(into) = into {
+            let into = WritableBuffer::get(into, "into")?;
+            let lent = into.lend(0, into.len());
+            let outcomes = spawn_wait(
+                py,
+                many::read_all_into(client, keys, queue_depth, lent),
+                |_| Ok(()),
+            )?
+            .py_err(py)?;
+            return many::placed_list(py, outcomes);
+        }
         let outcomes =
             spawn_wait(py, many::read_all(client, keys, queue_depth), |_| Ok(()))?.py_err(py)?;
         many::outcome_list(py, outcomes)
@@ -1274,18 +1287,28 @@ impl Client {
         )
     }
 
-    /// `get_many` as a coroutine.
-    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    /// `get_many` as a coroutine (`into` is held until it completes).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64, into=None))]
     fn get_many_async<'py>(
         &self,
         py: Python<'py>,
         bucket: Option<String>,
         keys: &Bound<'py, PyAny>,
         queue_depth: usize,
+        into: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         many::check_depth(queue_depth)?;
         let keys = many::key_pairs(bucket.as_deref(), keys)?;
         let client = self.inner();
+        if let Some(into) = into {
+            let into = WritableBuffer::get(into, "into")?;
+            let lent = into.lend(0, into.len());
+            return aio::spawn(
+                py,
+                many::read_all_into(client, keys, queue_depth, lent),
+                many::placed_list,
+            );
+        }
         aio::spawn(
             py,
             many::read_all(client, keys, queue_depth),

@@ -15,7 +15,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PyString, PyTuple};
 
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, LentSlice};
 use crate::errors;
 use crate::runtime::{runtime, wait};
 
@@ -78,6 +78,82 @@ pub async fn read_all(
         outcomes[index as usize] = Some(result);
     }
     Ok(outcomes)
+}
+
+/// A region of `into=` given to one object: where it starts in the buffer, and the bytes.
+#[derive(Debug)]
+struct Placed {
+    offset: usize,
+    slice: LentSlice,
+}
+
+impl AsMut<[u8]> for Placed {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self.slice.as_mut()
+    }
+}
+
+/// The outcome of each key read into `into=`: where its bytes start, and how many.
+pub type PlacedOutcomes = Vec<Option<brisk_client::Result<(usize, usize)>>>;
+
+/// Reads every key into `into`, objects back to back in the order their heads arrive, at most
+/// `queue_depth` at a time. An object larger than what is left of `into` is `BufferTooSmall`
+/// for that key, with nothing read. Runs on the runtime (spawned).
+pub async fn read_all_into(
+    client: brisk_client::Client,
+    keys: Vec<KeyPair>,
+    queue_depth: usize,
+    into: LentSlice,
+) -> brisk_client::Result<PlacedOutcomes> {
+    // What is left of `into`, and where it starts.
+    let rest = Arc::new(Mutex::new((0usize, into)));
+    let mut reads = client.object_reads_with(queue_depth, move |client, bucket, key| {
+        let rest = Arc::clone(&rest);
+        async move {
+            let choose = |length: usize| {
+                let mut rest = rest.lock().unwrap_or_else(|e| e.into_inner());
+                let (start, slice) = &mut *rest;
+                if length > slice.len() {
+                    return Err(brisk_client::Error::BufferTooSmall {
+                        length: length as u64,
+                        capacity: slice.len(),
+                    });
+                }
+                let placed = Placed {
+                    offset: *start,
+                    slice: slice.split_to(length),
+                };
+                *start += length;
+                Ok(placed)
+            };
+            let (placed, length) = client.get_into_chosen(&bucket, &key, choose).await?;
+            Ok((placed.offset, length))
+        }
+    })?;
+    let mut outcomes: PlacedOutcomes = (0..keys.len()).map(|_| None).collect();
+    for (i, (bucket, key)) in keys.into_iter().enumerate() {
+        reads.submit(i as u64, bucket, key);
+    }
+    while let Some((index, result)) = reads.next().await {
+        outcomes[index as usize] = Some(result);
+    }
+    Ok(outcomes)
+}
+
+/// The list `get_many(into=...)` returns: `(offset, length)` or an exception per key, in order.
+pub fn placed_list(py: Python<'_>, outcomes: PlacedOutcomes) -> PyResult<Py<PyAny>> {
+    let list = PyList::empty(py);
+    for (index, outcome) in outcomes.into_iter().enumerate() {
+        let item = match outcome {
+            Some(Ok(place)) => place.into_pyobject(py)?.into_any().unbind(),
+            Some(Err(e)) => errors::to_py(py, e).into_value(py).into_any(),
+            None => errors::plain(py, "Error", format!("key {index} did not complete"))
+                .into_value(py)
+                .into_any(),
+        };
+        list.append(item)?;
+    }
+    Ok(list.into_any().unbind())
 }
 
 /// A key's result: its Buffer, or its exception (not raised).

@@ -307,6 +307,43 @@ def test_get_many_fails_the_objects_past_the_budget_instead_of_waiting(server, b
     assert all(b == data for b in buffers)
 
 
+def test_get_many_into_one_buffer_back_to_back(server, bucket):
+    client = server.client(max_memory="4MiB", kept_buffers=0)  # smaller than what is read
+    objects = {f"obj/{i:02}": payload(mixed_size(i), i) for i in range(40)}
+    for key, data in objects.items():
+        client.put(bucket, key, data)
+    keys = list(objects) + ["missing"]
+    total = sum(len(d) for d in objects.values())
+    into = np.zeros(total, dtype=np.uint8)
+    results = client.get_many(bucket, keys, queue_depth=8, into=into)
+    assert isinstance(results[-1], brisk.NoSuchKey)
+    places = results[:-1]
+    regions = sorted((o, o + n) for o, n in places if n)
+    assert all(a[1] <= b[0] for a, b in zip(regions, regions[1:]))  # no two objects overlap
+    for key, (offset, length) in zip(objects, places):
+        assert length == len(objects[key])
+        assert into[offset : offset + length].tobytes() == objects[key], key
+    assert sum(n for _, n in places) == total
+    assert client.memory()["reserved"] == 0
+    # Too little room: the objects that do not fit are BufferTooSmall in place.
+    small = bytearray(3 * MiB)
+    results = client.get_many(bucket, [k for k in objects if len(objects[k]) > MiB], into=small)
+    fitted = [r for r in results if isinstance(r, tuple)]
+    assert fitted and all(isinstance(r, (tuple, brisk.BufferTooSmall)) for r in results)
+    assert sum(n for _, n in fitted) <= len(small)
+    with pytest.raises(ValueError, match="read-only"):
+        client.get_many(bucket, keys, into=b"\0" * 10)
+
+    async def main():
+        out = bytearray(total)
+        results = await client.get_many_async(bucket, list(objects), into=out)
+        return out, results
+
+    out, results = asyncio.run(main())
+    for key, (offset, length) in zip(objects, results):
+        assert out[offset : offset + length] == objects[key]
+
+
 def test_iter_many_holds_at_most_queue_depth_objects_and_takes_keys_lazily(server, bucket):
     client = server.client(max_memory="256MiB", kept_buffers=0)
     size = 200_000

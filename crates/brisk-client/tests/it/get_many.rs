@@ -218,3 +218,40 @@ async fn a_set_that_keeps_every_object_fails_those_past_the_budget_instead_of_wa
     })
     .await;
 }
+
+#[tokio::test]
+async fn reads_into_destinations_chosen_from_the_length() {
+    bounded(STEP, async {
+        let c = client();
+        let bucket = new_bucket(&c, "chosen").await;
+        c.put(&bucket, "a", b"hello").await.unwrap();
+        let mut reads = c
+            .object_reads_with(2, |client, bucket, key| async move {
+                client
+                    .get_into_chosen(&bucket, &key, |len| Ok(vec![7u8; len + 3]))
+                    .await
+            })
+            .unwrap();
+        reads.submit(0, bucket.as_str(), "a");
+        reads.submit(1, bucket.as_str(), "nope");
+        let mut results = HashMap::new();
+        while let Some((index, result)) = reads.next().await {
+            results.insert(index, result);
+        }
+        let (dst, n) = results.remove(&0).unwrap().unwrap();
+        assert_eq!((&dst[..], n), (&b"hello\x07\x07\x07"[..], 5));
+        assert!(matches!(results.remove(&1), Some(Err(Error::NoSuchKey(_)))));
+        let small = c.get_into_chosen(&bucket, "a", |_| Ok(vec![0u8; 2])).await;
+        assert!(
+            matches!(
+                small,
+                Err(Error::BufferTooSmall {
+                    length: 5,
+                    capacity: 2
+                })
+            ),
+            "{small:?}"
+        );
+    })
+    .await;
+}

@@ -386,13 +386,32 @@ class Client:
         ranges or one per range. Ranges that fail raise `RangeErrors` after the whole batch has run:
         its `errors` maps each failing index to its exception, and its `results` holds what did
         arrive (Buffers, or byte counts with `into`; None where the range failed)."""
+    @overload
     def get_many(
         self,
         bucket: str | None,
         keys: Iterable[str | tuple[str, str]],
         *,
         queue_depth: int = 64,
-    ) -> list[Buffer | BaseException]:
+        into: None = None,
+    ) -> list[Buffer | BaseException]: ...
+    @overload
+    def get_many(
+        self,
+        bucket: str | None,
+        keys: Iterable[str | tuple[str, str]],
+        *,
+        queue_depth: int = 64,
+        into: _BufferProtocol,
+    ) -> list[tuple[int, int] | BaseException]: ...
+    def get_many(
+        self,
+        bucket: str | None,
+        keys: Iterable[str | tuple[str, str]],
+        *,
+        queue_depth: int = 64,
+        into: _BufferProtocol | None = None,
+    ) -> list[Buffer | BaseException] | list[tuple[int, int] | BaseException]:
         """Whole objects of many keys, each in a Buffer of exactly its size, at most `queue_depth`
         at a time on as many keep-alive connections. `keys` are str (keys of `bucket`) or
         `(bucket, key)` pairs (then `bucket` may be None). Returns a list in the order of `keys`:
@@ -400,7 +419,13 @@ class Client:
         an object larger than the whole budget, ...), returned, not raised. The list holds every
         object: an object that would take them past the budget's capacity is
         `MemoryBudgetExceeded` in its place (not a wait for memory only the list would free); for
-        more than the budget holds, use `iter_many`."""
+        more than the budget holds, use `iter_many`.
+
+        With `into` (a writable C-contiguous buffer), the objects are read straight from the
+        socket into it, back to back in the order their responses arrive, and each item is the
+        `(offset, length)` of its object's bytes in `into` instead of a Buffer; nothing is taken
+        from the memory budget. An object larger than what is left of `into` is `BufferTooSmall`
+        in its place; a read that fails after its region was given leaves those bytes unwritten."""
     def iter_many(
         self,
         bucket: str | None,
@@ -551,7 +576,8 @@ class Client:
         keys: Iterable[str | tuple[str, str]],
         *,
         queue_depth: int = 64,
-    ) -> Awaitable[list[Buffer | BaseException]]: ...
+        into: _BufferProtocol | None = None,
+    ) -> Awaitable[list[Buffer | BaseException] | list[tuple[int, int] | BaseException]]: ...
     def iter_many_async(
         self,
         bucket: str | None,
