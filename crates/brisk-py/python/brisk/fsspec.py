@@ -5,10 +5,10 @@ client behind fsspec's `AsyncFileSystem`, checked by fsspec's own conformance su
 The filesystem is asynchronous as s3fs's is: each `_name` coroutine (`_cat_file`, `_cat_ranges`,
 `_info`, `_ls`, `_find`, `_get_file`, `_put_file`, `_pipe_file`, `_rm`, ...) awaits the client's
 `*_async` call on brisk's runtime, so async callers (zarr, kerchunk, fsspec's own bulk `get`, `put`,
-`cat` and `copy`, which gather many of them) need no thread per call. The data path's sync methods
-(`cat_file`, `cat_ranges`, `get_file`, `put_file`, `pipe_file` and files from `open`) call the
-client directly, releasing the GIL, instead of hopping to fsspec's event-loop thread and back; the
-rest reach the coroutines through fsspec's loop as s3fs's do.
+`cat` and `copy`, which gather many of them) need no thread per call. The small reads' sync
+methods (`cat_file`, `cat_ranges` and files from `open`) call the client directly, releasing the
+GIL, instead of hopping to fsspec's event-loop thread and back (a hop is a fair share of a small
+read); the rest, transfers among them, reach the coroutines through fsspec's loop as s3fs's do.
 
 What differs from s3fs, and why:
 
@@ -34,6 +34,7 @@ What differs from s3fs, and why:
 from __future__ import annotations
 
 import mimetypes
+import mmap
 import os
 import re
 from contextvars import ContextVar
@@ -80,14 +81,6 @@ def _progress_of(callback):
         callback.absolute_update(done)
 
     return progress
-
-
-def _report_done(callback, size: int) -> None:
-    """Tells an fsspec callback that a transfer of `size` bytes finished (the async transfers have
-    no progress of their own)."""
-    if callback is not None and not isinstance(callback, NoOpCallback):
-        callback.set_size(size)
-        callback.absolute_update(size)
 
 
 def _exists_error(path: str, error: Exception | None = None) -> FileExistsError:
@@ -341,27 +334,10 @@ class BriskFileSystem(AsyncFileSystem):
             self._settle_batch(results, index, bufs, errors, on_error)
         return results
 
-    def get_file(self, rpath, lpath, callback=None, outfile=None, **kwargs: Any) -> None:
-        """Downloads to a file (its directory created if missing); a directory makes a local
-        directory. fsspec's `callback` sees the bytes written."""
-        if self._is_known_dir(rpath):
-            os.makedirs(lpath, exist_ok=True)
-            return
-        bucket, key = self._object(rpath)
-        if os.path.isdir(lpath):
-            return
-        parent = os.path.dirname(os.path.abspath(lpath))
-        os.makedirs(parent, exist_ok=True)
-        try:
-            self.client.download(bucket, key, lpath, progress=_progress_of(callback),
-                                 size=self._known_size(rpath))
-        except FileNotFoundError:
-            if self.isdir(rpath):
-                os.makedirs(lpath, exist_ok=True)
-                return
-            raise
-
     async def _get_file(self, rpath, lpath, callback=None, **kwargs: Any) -> None:
+        """Downloads to a file (its directory created if missing); a directory makes a local
+        directory. fsspec's `callback` sees the bytes written (the size from a HEAD made only
+        when there is a callback to tell, or from the listing cache)."""
         if self._is_known_dir(rpath):
             os.makedirs(lpath, exist_ok=True)
             return
@@ -370,13 +346,13 @@ class BriskFileSystem(AsyncFileSystem):
             return
         os.makedirs(os.path.dirname(os.path.abspath(lpath)), exist_ok=True)
         try:
-            size = await self.client.download_async(bucket, key, lpath, size=self._known_size(rpath))
+            await self.client.download_async(bucket, key, lpath, size=self._known_size(rpath),
+                                             progress=_progress_of(callback))
         except FileNotFoundError:
             if await self._isdir(rpath):
                 os.makedirs(lpath, exist_ok=True)
                 return
             raise
-        _report_done(callback, size)
 
     def _open(self, path, mode="rb", block_size=None, autocommit=True, cache_options=None, **kwargs):
         if "a" in mode:
@@ -476,16 +452,11 @@ class BriskFileSystem(AsyncFileSystem):
                     info = await self._info(path)  # FileNotFoundError when nothing is there
                     entries = [info] if info["type"] == "file" else []
                 else:
-                    await self._bucket_exists_or_raise(bucket)
+                    await self._first_key(bucket, None)
         return entries if detail else [e["name"] for e in entries]
 
     async def _buckets(self) -> list[str]:
         return await self.client.list_buckets_async()
-
-    async def _bucket_exists_or_raise(self, bucket: str) -> None:
-        """Raises FileNotFoundError unless the bucket exists (a listing of at most one key, which
-        needs only the bucket's list permission, not the account's)."""
-        await self._first_key(bucket, None)
 
     async def _first_key(self, bucket: str, prefix: str | None):
         """At most one key under `prefix`, from one request (NoSuchBucket when the bucket is
@@ -647,19 +618,9 @@ class BriskFileSystem(AsyncFileSystem):
 
     # ----- writes ------------------------------------------------------------------------------
 
-    def pipe_file(self, path: str, value, mode: str = "overwrite", **kwargs: Any) -> None:
+    async def _pipe_file(self, path: str, value, mode: str = "overwrite", **kwargs: Any) -> None:
         """Stores `value`; `ContentType=` (s3fs's keyword) sets the object's Content-Type;
         `mode="create"` stores only if nothing is there (else FileExistsError)."""
-        bucket, key = self._object(path)
-        try:
-            self.client.put(bucket, key, value, content_type=kwargs.get("ContentType"),
-                            if_none_match=_if_none_match(mode))
-        except brisk.PreconditionFailed as e:
-            raise _exists_error(path, e) from e
-        finally:
-            self.invalidate_cache(self._parent(path))
-
-    async def _pipe_file(self, path: str, value, mode: str = "overwrite", **kwargs: Any) -> None:
         bucket, key = self._object(path)
         try:
             await self.client.put_async(bucket, key, value, content_type=kwargs.get("ContentType"),
@@ -668,22 +629,6 @@ class BriskFileSystem(AsyncFileSystem):
             raise _exists_error(path, e) from e
         finally:
             self.invalidate_cache(self._parent(path))
-
-    def put_file(self, lpath, rpath, callback=None, mode: str = "overwrite", **kwargs: Any) -> None:
-        """Uploads a file with the Content-Type `ContentType=` gives, else the one its name
-        suggests (`mimetypes`), as s3fs does; fsspec's `callback` sees the bytes sent. A local
-        directory makes nothing (S3 has no empty directories)."""
-        if os.path.isdir(lpath):
-            return
-        bucket, key = self._object(rpath)
-        content_type = kwargs.get("ContentType") or mimetypes.guess_type(str(lpath))[0]
-        try:
-            self.client.upload(lpath, bucket, key, content_type=content_type, progress=_progress_of(callback),
-                               if_none_match=_if_none_match(mode))
-        except brisk.PreconditionFailed as e:
-            raise _exists_error(rpath, e) from e
-        finally:
-            self.invalidate_cache(self._parent(rpath))
 
     async def _put(self, lpath, rpath, recursive: bool = False, **kwargs: Any):
         """fsspec's `put` (many files uploaded at once), except that a failed file does not cancel
@@ -719,18 +664,20 @@ class BriskFileSystem(AsyncFileSystem):
             outcomes.append((lpath, rpath, None))
 
     async def _put_one(self, lpath, rpath, callback, mode: str, **kwargs: Any) -> None:
+        """Uploads a file with the Content-Type `ContentType=` gives, else the one its name
+        suggests (`mimetypes`), as s3fs does; fsspec's `callback` sees the bytes sent. A local
+        directory makes nothing (S3 has no empty directories)."""
         if os.path.isdir(lpath):
             return
         bucket, key = self._object(rpath)
         content_type = kwargs.get("ContentType") or mimetypes.guess_type(str(lpath))[0]
         try:
-            result = await self.client.upload_async(lpath, bucket, key, content_type=content_type,
-                                                    if_none_match=_if_none_match(mode))
+            await self.client.upload_async(lpath, bucket, key, content_type=content_type,
+                                           if_none_match=_if_none_match(mode), progress=_progress_of(callback))
         except brisk.PreconditionFailed as e:
             raise _exists_error(rpath, e) from e
         finally:
             self.invalidate_cache(self._parent(rpath))
-        _report_done(callback, result.size)
 
     async def _cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
         """Server-side copy (multipart copy above 5 GiB); a directory copies nothing."""
@@ -795,7 +742,7 @@ class BriskFileSystem(AsyncFileSystem):
             await self.client.create_bucket_async(bucket)
             self.invalidate_cache("")
         else:
-            await self._bucket_exists_or_raise(bucket)
+            await self._first_key(bucket, None)
 
     async def _makedirs(self, path: str, exist_ok: bool = False) -> None:
         bucket, key = self.split_path(path)
@@ -949,8 +896,9 @@ class BriskFile(AbstractBufferedFile):
 
         pyarrow may hold every buffer it was given until it has decoded the whole file (it caches
         the column chunks of all the row groups it reads), so this never waits for the memory
-        budget: when the budget has no room now, the range is read into a `bytearray` of its own
-        (outside the budget, as pyarrow's own memory is) instead of waiting for Buffers that only
+        budget: when the budget has no room now, the range is read into an anonymous mapping of its
+        own (outside the budget, as pyarrow's own memory is; its pages are made resident by the
+        read itself, where a `bytearray` would first be zeroed in a pass of its own) instead of waiting for Buffers that only
         pyarrow would give back, which for a file larger than the budget would be forever."""
         if self.closed:
             raise ValueError("I/O operation on closed file.")
@@ -959,7 +907,7 @@ class BriskFile(AbstractBufferedFile):
             return self.read(n)
         buf = self.fs.client.get_range(self.bucket, self.key, self.loc, n, wait=False)
         if buf is None:
-            buf = bytearray(n)
+            buf = mmap.mmap(-1, n)
             got = self.fs.client.get_into(self.bucket, self.key, buf, offset=self.loc, length=n)
             if got < n:
                 buf = memoryview(buf)[:got]
