@@ -16,12 +16,13 @@
 //! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
 //!   pipelined keep-alive connections, each straight into its destination ([`batch`]).
 //! - Many whole objects: [`Client::get_many`] reads the objects an iterator of keys names, each
-//!   into an exact buffer, at a bounded queue depth, per-key errors as results ([`get_many`]).
+//!   into an exact buffer, at a bounded queue depth, per-key errors as results ([`get_many`]);
+//!   [`Client::object_writes`] stores many, from bytes or files, the same way ([`put_many`]).
 //! - Configuration follows the AWS conventions ([`config`]): explicit values, environment, profiles.
 //!
 //! The request engine ([`client`]: signing, pooled connections, retries, error mapping) sits under
 //! one module per kind of operation: [`objects`], [`buckets`], [`list`], [`copy`], [`transfer`],
-//! [`get_many`], [`upload_stream`], [`object_writer`], [`stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
+//! [`get_many`], [`put_many`], [`upload_stream`], [`object_writer`], [`stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), brisk_client::Error> {
@@ -55,6 +56,7 @@ pub mod objects;
 mod part_layouts;
 mod pool;
 mod presign;
+pub mod put_many;
 pub mod read_ahead;
 mod request;
 pub mod retry;
@@ -82,6 +84,7 @@ pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
 pub use object_writer::ObjectWriter;
 pub use objects::{DownloadHead, ObjectHeaders, ObjectMeta, PayloadSigning, PutOptions, PutResult};
+pub use put_many::{ObjectWrite, ObjectWrites, PutSource};
 pub use read_ahead::ReadAhead;
 pub use retry::RetryPolicy;
 pub use stream::ObjectStream;

@@ -35,7 +35,6 @@ use tokio::task::JoinSet;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::objects::PutOptions;
 use crate::request::{check_bucket, check_key};
 use crate::transfer::{
     MAX_PARTS, TransferOptions, UploadResult, check_upload_options, next_finished_part,
@@ -353,18 +352,7 @@ impl ObjectWriter {
             };
             let put = self
                 .client
-                .put_with(
-                    &self.bucket,
-                    &self.key,
-                    body,
-                    &PutOptions {
-                        payload_signing: self.options.payload_signing,
-                        checksum: self.options.checksum,
-                        content_type: self.options.content_type.clone(),
-                        headers: self.options.headers.clone(),
-                        if_none_match_any: self.options.if_none_match_any,
-                    },
-                )
+                .put_with(&self.bucket, &self.key, body, &self.options.put_options())
                 .await?;
             self.options.count(len as u64);
             self.block = None;

@@ -206,6 +206,18 @@ impl Default for TransferOptions {
 
 impl TransferOptions {
     /// Counts `n` completed bytes on the progress counter, if there is one.
+    /// What a single PUT of an upload stores: these options' signing, checksum, headers and
+    /// condition.
+    pub(crate) fn put_options(&self) -> crate::PutOptions {
+        crate::PutOptions {
+            payload_signing: self.payload_signing,
+            checksum: self.checksum,
+            content_type: self.content_type.clone(),
+            headers: self.headers.clone(),
+            if_none_match_any: self.if_none_match_any,
+        }
+    }
+
     pub(crate) fn count(&self, n: u64) {
         if let Some(progress) = &self.progress {
             progress.add(n);
@@ -316,13 +328,7 @@ impl Client {
                     bucket,
                     key,
                     &block[..size as usize],
-                    &crate::PutOptions {
-                        payload_signing: options.payload_signing,
-                        checksum: options.checksum,
-                        content_type: options.content_type.clone(),
-                        headers: options.headers.clone(),
-                        if_none_match_any: options.if_none_match_any,
-                    },
+                    &options.put_options(),
                     Some(sums),
                 )
                 .await?;

@@ -32,6 +32,7 @@ use crate::buffer::{Buffer, LentSlice, ReadableBuffer, WritableBuffer};
 use crate::errors::{self, IntoPyResult};
 use crate::many;
 use crate::progress::Progress;
+use crate::put_many;
 use crate::reader::{AsyncObjectReader, ObjectReader};
 use crate::runtime::{spawn_wait, wait};
 use crate::types::{ListIterator, ObjectMeta, PutResult, UploadResult, page_entries};
@@ -903,6 +904,34 @@ impl Client {
         many::ManyIterator::start(&self.inner(), bucket, keys, queue_depth)
     }
 
+    /// Many objects stored, `queue_depth` at a time: `items` a mapping {key: data} or an
+    /// iterable of (key, data) or (bucket, key, data), data a buffer (sent from its memory) or an
+    /// os.PathLike (a file, uploaded as `upload` does). A list in the order of the items of an
+    /// UploadResult or the item's exception (not raised).
+    #[pyo3(signature = (bucket, items, *, queue_depth=64, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_many(
+        &self,
+        py: Python<'_>,
+        bucket: Option<String>,
+        items: &Bound<'_, PyAny>,
+        queue_depth: usize,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        put_many::put_many(
+            py,
+            &self.inner(),
+            bucket.as_deref(),
+            items,
+            queue_depth,
+            options,
+        )
+    }
+
     /// Metadata of an object (HEAD).
     fn head(&self, py: Python<'_>, bucket: &str, key: &str) -> PyResult<ObjectMeta> {
         let client = self.inner();
@@ -1313,6 +1342,35 @@ impl Client {
             py,
             many::read_all(client, keys, queue_depth),
             many::outcome_list,
+        )
+    }
+
+    /// `put_many` as a coroutine: `items` (any iterable) is checked whole first, and its
+    /// buffers are held until it completes.
+    #[pyo3(signature = (bucket, items, *, queue_depth=64, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_many_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: Option<String>,
+        items: &Bound<'py, PyAny>,
+        queue_depth: usize,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        many::check_depth(queue_depth)?;
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        let items = put_many::checked_items(py, bucket.as_deref(), items)?;
+        let batch = {
+            let _context = crate::runtime::runtime().enter();
+            put_many::Batch::new(&self.inner(), queue_depth, options).py_err(py)?
+        };
+        aio::spawn(
+            py,
+            async move { Ok(batch.write_all(items).await) },
+            |py, batch| batch.into_list(py),
         )
     }
 

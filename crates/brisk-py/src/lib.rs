@@ -23,6 +23,7 @@ pub mod errors;
 pub mod fileobj;
 pub mod many;
 pub mod progress;
+pub mod put_many;
 pub mod reader;
 pub mod runtime;
 pub mod types;

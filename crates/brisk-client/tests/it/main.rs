@@ -19,6 +19,11 @@ mod get_many;
 #[allow(clippy::duplicate_mod)]
 #[path = "get_many.rs"]
 mod get_many_brisk_serve;
+mod put_many;
+// Again against `brisk serve`.
+#[allow(clippy::duplicate_mod)]
+#[path = "put_many.rs"]
+mod put_many_brisk_serve;
 mod throughput;
 mod tls;
 mod transfers;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypedDict, overload
 
 from typing_extensions import Buffer as _BufferProtocol
@@ -437,6 +437,39 @@ class Client:
         complete. Keys are taken from `keys` (any iterable, a generator of millions of keys) only
         as slots free up: at most `queue_depth` objects are in flight or finished and not yet
         yielded, whatever the length of `keys`."""
+    def put_many(
+        self,
+        bucket: str | None,
+        items: Mapping[str, _BufferProtocol | os.PathLike[str]]
+        | Iterable[
+            tuple[str, _BufferProtocol | os.PathLike[str]]
+            | tuple[str, str, _BufferProtocol | os.PathLike[str]]
+        ],
+        *,
+        queue_depth: int = 64,
+        content_type: str | None = None,
+        if_none_match: str | None = None,
+        metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> list[UploadResult | BaseException]:
+        """Many objects stored, at most `queue_depth` at a time on as many keep-alive connections.
+        `items` is a mapping `{key: data}` or an iterable of `(key, data)` or `(bucket, key, data)`
+        (then `bucket` may be None); `data` is a buffer (bytes, memoryview, numpy array, Buffer;
+        sent straight from its memory in one PUT) or an `os.PathLike` (a file, uploaded as `upload`
+        does: multipart past 8 MiB, from pooled blocks on the budget). A str is refused: encode
+        it, or pass a `pathlib.Path`.
+
+        Returns a list in the order of `items`: each an UploadResult, or the exception for that
+        item (`PreconditionFailed` under `if_none_match="*"`, `NoSuchBucket`, an unreadable file,
+        ...), returned, not raised. `content_type`, `metadata`, `headers` and `if_none_match`
+        apply to every object.
+
+        A sized `items` (list, tuple, dict) is checked whole first: a malformed item raises
+        `TypeError`/`ValueError` naming its index with nothing sent. Any other iterable (a
+        generator) is taken an item at a time as slots free up, so at most `queue_depth` bodies
+        are held however many it yields; a malformed item there stops the taking, the writes
+        started finish, and the error is raised naming the item. Two items for one key are
+        written in their order (the later starts when the earlier has finished): the last wins."""
     def head(self, bucket: str, key: str) -> ObjectMeta: ...
     def download(
         self,
@@ -587,6 +620,23 @@ class Client:
     ) -> AsyncManyIterator:
         """`iter_many` for `async for`: keys from a plain iterable, taken on the loop's thread as
         slots free up; the reads run on brisk's runtime and the loop never waits on I/O."""
+    def put_many_async(
+        self,
+        bucket: str | None,
+        items: Mapping[str, _BufferProtocol | os.PathLike[str]]
+        | Iterable[
+            tuple[str, _BufferProtocol | os.PathLike[str]]
+            | tuple[str, str, _BufferProtocol | os.PathLike[str]]
+        ],
+        *,
+        queue_depth: int = 64,
+        content_type: str | None = None,
+        if_none_match: str | None = None,
+        metadata: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Awaitable[list[UploadResult | BaseException]]:
+        """`put_many` as a coroutine: `items` (any iterable) is checked whole when it is called,
+        and its buffers are held until it completes."""
     def head_async(self, bucket: str, key: str) -> Awaitable[ObjectMeta]: ...
     def put_async(
         self,
