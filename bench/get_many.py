@@ -1,8 +1,9 @@
 """Many whole objects from Python: `Client.get_many` against a loop of `get_async` under an
-asyncio semaphore, both at queue depth 64, against one release `brisk serve` on 127.0.0.1.
+asyncio semaphore, and `Client.put_many` against a loop of `put_async` the same way, all at queue
+depth 64, against one release `brisk serve` on 127.0.0.1.
 
     .venv/bin/python bench/get_many.py [--brisk target/release/brisk] [--count 4096]
-        [--size 131072] [--depth 64] [--repeats 3]
+        [--size 131072] [--depth 64] [--repeats 3] [--no-fsync] [--ways get_many,get_async_loop,put_many,put_async_loop]
 
 Starts the server on a temporary directory, writes COUNT objects of SIZE bytes, then runs each
 way REPEATS times, each run in a fresh Python process (`run` below), alternating the two. A run
@@ -39,6 +40,28 @@ def client(endpoint):
 def run(way, endpoint, bucket, count, size, depth):
     c = client(endpoint)
     keys = [f"o/{i:05}" for i in range(count)]
+    if way.startswith("put"):
+        body = os.urandom(size)
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        if way == "put_many":
+            results = c.put_many(bucket, {f"p/{i:05}": body for i in range(count)}, queue_depth=depth)
+        else:
+
+            async def main():
+                gate = asyncio.Semaphore(depth)
+
+                async def one(i):
+                    async with gate:
+                        return await c.put_async(bucket, f"p/{i:05}", body)
+
+                return await asyncio.gather(*(one(i) for i in range(count)))
+
+            results = asyncio.run(main())
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        assert len(results) == count and not any(isinstance(r, BaseException) for r in results)
+        print(json.dumps({"way": way, "wall": wall, "cpu": cpu, "objects_per_s": count / wall,
+                          "cpu_s_per_gib": cpu / (count * size / 2**30)}), flush=True)
+        return
     cpu0, t0 = time.process_time(), time.perf_counter()
     if way == "get_many":
         results = c.get_many(bucket, keys, queue_depth=depth)
@@ -77,6 +100,9 @@ def main():
     parser.add_argument("--size", type=int, default=131072)
     parser.add_argument("--depth", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-fsync", action="store_true",
+                        help="start the server with --no-fsync (writes not bound by the disk)")
+    parser.add_argument("--ways", default="get_many,get_async_loop,put_many,put_async_loop")
     args = parser.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -85,7 +111,8 @@ def main():
     with tempfile.TemporaryDirectory() as root:
         server = subprocess.Popen(
             [args.brisk, "serve", "--root", root, "--listen", f"127.0.0.1:{port}",
-             "--access-key", ACCESS, "--secret-key", SECRET, "--log-format", "off"],
+             "--access-key", ACCESS, "--secret-key", SECRET, "--log-format", "off",
+             *(["--no-fsync"] if args.no_fsync else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         try:
@@ -103,7 +130,7 @@ def main():
             del c
             print(f"{args.count} objects of {args.size} B, queue depth {args.depth}; "
                   f"{cpu_model()}, {os.cpu_count()} CPUs", flush=True)
-            runs = {"get_many": [], "get_async_loop": []}
+            runs = {way: [] for way in args.ways.split(",")}
             for _ in range(args.repeats):
                 for way in runs:
                     child = subprocess.run(
