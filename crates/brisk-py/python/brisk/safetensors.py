@@ -214,7 +214,20 @@ def _nonneg_ints(value: Any) -> bool:
     return isinstance(value, list) and all(type(v) is int and v >= 0 for v in value)
 
 
-def parse_header(data: bytes | memoryview | numpy.ndarray, size: int) -> Header:
+def _bits(shape: Sequence[int], width: int, nbytes: int) -> int:
+    """The bits a shape's elements take, or just past `8 * nbytes` once the product exceeds it: a
+    hostile shape of many huge dimensions is not multiplied out."""
+    if 0 in shape:
+        return 0
+    bits = width
+    for d in shape:
+        bits *= d
+        if bits > 8 * nbytes:
+            return 8 * nbytes + 1
+    return bits
+
+
+def parse_header(data: bytes | bytearray | memoryview | numpy.ndarray, size: int) -> Header:
     """Parse and check the header held in `data` (at least the object's first `8 + N` bytes) of an
     object of `size` bytes. Every fault is a `ValueError` naming its offset in the object."""
     view = memoryview(data).cast("B")  # type: ignore[arg-type]
@@ -235,6 +248,9 @@ def parse_header(data: bytes | memoryview | numpy.ndarray, size: int) -> Header:
         raise _fault(8 + len(text[: e.pos].encode()), f"header is not valid JSON ({e.msg})") from None
     except KeyError as e:
         raise _fault(8 + raw.find(json.dumps(e.args[0]).encode()), f"name {e.args[0]!r} appears twice") from None
+    except (ValueError, RecursionError) as e:
+        # An integer literal past Python's digit limit, or nesting deeper than the parser's stack.
+        raise _fault(8, f"header is not valid JSON ({e})") from None
     if not isinstance(doc, dict):
         raise _fault(8, "header is not a JSON object")
     data_start = 8 + n
@@ -252,12 +268,13 @@ def parse_header(data: bytes | memoryview | numpy.ndarray, size: int) -> Header:
         if not isinstance(entry, dict):
             raise _fault(where(name), f"tensor {name!r} is not an object")
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise _fault(where(name), f"tensor {name!r} has unknown dtype {dtype!r}")
-        if not _nonneg_ints(shape):
-            raise _fault(where(name), f"tensor {name!r} has a bad shape {shape!r}")
-        if not (_nonneg_ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
-            raise _fault(where(name), f"tensor {name!r} has bad data_offsets {offsets!r}")
+        if not isinstance(shape, list) or not _nonneg_ints(shape):
+            raise _fault(where(name), f"tensor {name!r} has a bad shape {shape!r:.200}")
+        if not (isinstance(offsets, list) and _nonneg_ints(offsets) and len(offsets) == 2
+                and offsets[0] <= offsets[1]):
+            raise _fault(where(name), f"tensor {name!r} has bad data_offsets {offsets!r:.200}")
         infos.append(TensorInfo(name, dtype, tuple(shape), data_start + offsets[0], data_start + offsets[1]))
     # The reference sorts by offsets and requires each tensor to start where the one before ended:
     # no gap, no overlap, no byte read twice or never.
@@ -268,10 +285,11 @@ def parse_header(data: bytes | memoryview | numpy.ndarray, size: int) -> Header:
             kind = "overlaps the tensor before it" if t.start < at else "leaves a gap before it"
             raise _fault(t.start, f"tensor {t.name!r} at data_offsets "
                          f"[{t.start - data_start}, {t.end - data_start}] {kind} (expected {at - data_start})")
-        bits = math.prod(t.shape) * DTYPES[t.dtype][1]
-        if bits % 8 or bits // 8 != t.nbytes:
-            raise _fault(t.start, f"tensor {t.name!r} of dtype {t.dtype} and shape {list(t.shape)} "
-                         f"needs {bits / 8:g} bytes, its data_offsets give {t.nbytes}")
+        bits = _bits(t.shape, DTYPES[t.dtype][1], t.nbytes)
+        if bits != 8 * t.nbytes:
+            need = "more" if bits > 8 * t.nbytes else f"{bits / 8:g}"
+            raise _fault(t.start, f"tensor {t.name!r} of dtype {t.dtype} and shape {list(t.shape)!r:.200} "
+                         f"needs {need} bytes, its data_offsets give {t.nbytes}")
         at = t.end
     if at != size:
         raise _fault(at, f"tensors end at offset {at} but the object has {size} bytes")
@@ -292,7 +310,7 @@ def _read_header(client: Client, bucket: str, key: str, size: int | None = None)
         whole = bytearray(8 + n)
         whole[: len(prefix)] = memoryview(prefix)
         whole[len(prefix) :] = memoryview(rest)
-        prefix = whole
+        return parse_header(whole, size), whole
     return parse_header(memoryview(prefix)[: 8 + n], size), prefix
 
 
@@ -335,7 +353,7 @@ def _read_into(client: Client, bucket: str, key: str, offset: int, dest: numpy.n
         return
     spans = list(_parts(offset, len(dest), _PART))
     got = client.get_ranges(bucket, key, [o for o, _ in spans], [n for _, n in spans],
-                            into=dest, queue_depth=queue_depth)
+                            into=dest.data, queue_depth=queue_depth)
     _check_read(int(got), len(dest), bucket, key)  # type: ignore[arg-type]
 
 
@@ -344,7 +362,7 @@ def _load_sized(client: Client, bucket: str, key: str, size: int) -> dict[str, n
         # One GET: the Buffer is the exact-size allocation, counted in the client's budget.
         whole = client.get(bucket, key)
         hdr = parse_header(memoryview(whole), len(whole))
-        return _views(hdr, numpy.frombuffer(whole, numpy.uint8), 0)
+        return _views(hdr, numpy.frombuffer(memoryview(whole), numpy.uint8), 0)
     hdr, prefix = _read_header(client, bucket, key, size)
     # One exact-size allocation for the tensors' bytes (the header is not kept). Its pages are
     # faulted in as the bytes land, so the process grows by the data's size and no more.
@@ -535,7 +553,7 @@ def iter_tensors(client: Client, bucket: str, key: str, *, max_memory: Size = "2
     head = 0  # the next group to yield
 
     def read(dest: numpy.ndarray, o: int, n: int) -> int:
-        return client.get_into(bucket, key, dest, offset=o, length=n)
+        return client.get_into(bucket, key, dest.data, offset=o, length=n)
 
     pool = ThreadPoolExecutor(queue_depth)
     try:
@@ -672,7 +690,7 @@ def save(client: Client, bucket: str, key: str, tensors: Tensors, *,
         w.write(head)
         for _name, _code, _shape, array in items:
             if array.nbytes:
-                w.write(memoryview(numpy.ascontiguousarray(array)).cast("B"))
+                w.write(numpy.ascontiguousarray(array).data.cast("B"))
     assert w.result is not None
     return w.result
 
