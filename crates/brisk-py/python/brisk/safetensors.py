@@ -3,7 +3,7 @@
 ```python
 import brisk, brisk.safetensors as st
 client = brisk.Client("http://127.0.0.1:9000", max_memory="8GiB")
-tensors = st.load(client, "models", "model.safetensors")         # views over one exact buffer
+tensors = st.load(client, "models", "model.safetensors")         # views over one exact Buffer
 for name, array in st.iter_tensors(client, "models", "model.safetensors", max_memory="256MiB"):
     device_copy(name, array)                                       # at most 256 MiB buffered
 st.save(client, "models", "out.safetensors", tensors)              # through open_writer
@@ -80,9 +80,6 @@ _PART = 8 << 20
 
 # Ranged GETs in flight for one file.
 _QUEUE_DEPTH = 16
-
-# A file up to this size is read by one GET (fewer requests beat parallelism on small files).
-_SINGLE_GET = 64 << 20
 
 # Each safetensors dtype: (numpy dtype it comes back as, bits per element). BF16 and the 8-bit
 # floats come back as unsigned integers of their width; the sub-byte floats as flat bytes.
@@ -347,44 +344,51 @@ def _check_read(got: int, want: int, bucket: str, key: str) -> None:
 
 def _read_into(client: Client, bucket: str, key: str, offset: int, dest: numpy.ndarray,
                queue_depth: int = _QUEUE_DEPTH) -> None:
-    """The object's bytes `[offset, offset + len(dest))` into `dest`, by parallel ranged GETs of a
-    part each written straight from the socket."""
-    if len(dest) == 0:
-        return
+    """The object's bytes `[offset, offset + len(dest))` into `dest`, by ranged GETs of a part each
+    written straight from the socket, `queue_depth` at a time.
+
+    Each part is its own `get_into` on a thread of a pool rather than one `get_ranges(into=...)`
+    batch: measured on the 2 GiB file of bench/safetensors_load.py, the threads took as little or
+    less CPU per GiB and varied less from run to run on a loaded two-core host."""
     spans = list(_parts(offset, len(dest), _PART))
-    got = client.get_ranges(bucket, key, [o for o, _ in spans], [n for _, n in spans],
-                            into=dest.data, queue_depth=queue_depth)
-    _check_read(int(got), len(dest), bucket, key)  # type: ignore[arg-type]
+    _run_spans(client, bucket, key, spans, [dest[o - offset : o - offset + n].data for o, n in spans], queue_depth)
 
 
-def _load_sized(client: Client, bucket: str, key: str, size: int) -> dict[str, numpy.ndarray]:
-    if size <= _SINGLE_GET:
-        # One GET: the Buffer is the exact-size allocation, counted in the client's budget.
-        whole = client.get(bucket, key)
-        hdr = parse_header(memoryview(whole), len(whole))
-        return _views(hdr, numpy.frombuffer(memoryview(whole), numpy.uint8), 0)
-    hdr, prefix = _read_header(client, bucket, key, size)
+def _views_of_object(buf: Any) -> dict[str, numpy.ndarray]:
+    """The tensors of a whole object held in a `brisk.Buffer`, as views over it."""
+    view = memoryview(buf)
+    return _views(parse_header(view, len(view)), numpy.frombuffer(view, numpy.uint8), 0)
+
+
+def _load_ranges(client: Client, bucket: str, key: str, queue_depth: int) -> dict[str, numpy.ndarray]:
+    hdr, prefix = _read_header(client, bucket, key)
     # One exact-size allocation for the tensors' bytes (the header is not kept). Its pages are
     # faulted in as the bytes land, so the process grows by the data's size and no more.
-    buf = numpy.empty(size - hdr.data_start, numpy.uint8)
-    have = min(len(prefix), size) - hdr.data_start
-    if have > 0:
+    buf = numpy.empty(hdr.size - hdr.data_start, numpy.uint8)
+    have = max(0, min(len(prefix), hdr.size) - hdr.data_start)
+    if have:
         buf[:have] = numpy.frombuffer(prefix, numpy.uint8, have, hdr.data_start)
     del prefix
-    _read_into(client, bucket, key, hdr.data_start + max(have, 0), buf[max(have, 0) :])
+    _read_into(client, bucket, key, hdr.data_start + have, buf[have:], queue_depth)
     return _views(hdr, buf, hdr.data_start)
 
 
-def load(client: Client, bucket: str, key: str) -> dict[str, numpy.ndarray]:
-    """Every tensor of the object, as numpy arrays that are views over one buffer of exactly the
-    tensors' bytes (no copy; an array keeps the buffer alive).
+def load(client: Client, bucket: str, key: str, *, queue_depth: int | None = None) -> dict[str, numpy.ndarray]:
+    """Every tensor of the object, as numpy arrays that are views over one buffer (no copy; each
+    array keeps the buffer alive).
 
-    A file up to 64 MiB is one GET into a `brisk.Buffer` (counted in the client's budget). A larger
-    one is a HEAD, a ranged GET of its first MiB for the header, then ranged GETs of 8 MiB, 16 in
-    flight, written from the socket into one numpy allocation of the data's size: the process grows
-    by the file's size, and the parallel reads outrun one GET's single connection."""
-    size = client.head(bucket, key).size
-    return _load_sized(client, bucket, key, size)
+    By default one `Client.get`: the buffer is the `brisk.Buffer` of exactly the object's size,
+    counted in the client's memory budget until the last array is freed, and the load costs what
+    the GET costs (the header is parsed from the buffer; there is no HEAD and no second read).
+    With `queue_depth=N`: a HEAD, a ranged GET of the first MiB for the header, then ranged GETs of
+    8 MiB, N in flight, written from the socket into one numpy allocation of exactly the tensors'
+    bytes (not counted in the client's budget), for links where one connection carries less than
+    the link can. On loopback on a two-core host the one GET was faster (docs/safetensors.md)."""
+    if queue_depth is not None:
+        if queue_depth < 1:
+            raise ValueError("queue_depth must be at least 1")
+        return _load_ranges(client, bucket, key, queue_depth)
+    return _views_of_object(client.get(bucket, key))
 
 
 def load_into(client: Client, bucket: str, key: str, arrays: Mapping[str, Any], *,
@@ -698,23 +702,26 @@ def save(client: Client, bucket: str, key: str, tensors: Tensors, *,
 # ----- many files ------------------------------------------------------------------------------
 
 
-def _load_many(client: Client, bucket: str, keys: Sequence[str], workers: int) -> list[dict[str, numpy.ndarray]]:
-    """Several files loaded at once, each as `load` does, under the client's one budget: the sizes
-    (HEADs in parallel) are checked against it before any file's bytes are read."""
-    with ThreadPoolExecutor(max(1, min(workers, len(keys)))) as pool:
-        sizes = list(pool.map(lambda k: client.head(bucket, k).size, keys))
-        total = sum(sizes)
-        capacity = client.memory()["capacity"]
-        if total > capacity:
-            raise ValueError(f"{len(keys)} files of {total} bytes together do not fit the client's "
-                             f"memory budget of {capacity} bytes (Client(max_memory=...))")
-        return list(pool.map(lambda ks: _load_sized(client, bucket, ks[0], ks[1]), zip(keys, sizes)))
+def _load_many(client: Client, bucket: str, keys: Sequence[str], queue_depth: int) -> list[dict[str, numpy.ndarray]]:
+    """Several files at once, each as `load` does, by one `Client.get_many`: `queue_depth` GETs in
+    flight, every Buffer from the client's one memory budget. Files that together would pass the
+    budget's capacity fail (`MemoryBudgetExceeded`, raised here) rather than wait for memory
+    only the result would free."""
+    results = client.get_many(bucket, keys, queue_depth=max(1, queue_depth))
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        # The other files' Buffers go back to the budget now, not when the traceback (which holds
+        # this frame) is dropped.
+        del results
+        raise errors[0]
+    return [_views_of_object(r) for r in results]
 
 
-def load_sharded(client: Client, bucket: str, index_key: str, *, workers: int = 8) -> dict[str, numpy.ndarray]:
+def load_sharded(client: Client, bucket: str, index_key: str, *, queue_depth: int = 16) -> dict[str, numpy.ndarray]:
     """A sharded model: the index (`model.safetensors.index.json`, whose `weight_map` maps each
     tensor to its shard's file name, relative to the index) and its shards, loaded in parallel
-    (`workers` files at a time, each as `load`). Every tensor of the weight map must be in the
+    (one `get_many`, `queue_depth` shards at a time, each as `load`, all from the client's one
+    memory budget). Every tensor of the weight map must be in the
     shard it names, and no name in two shards: otherwise a `ValueError`."""
     index = json.loads(bytes(client.get(bucket, index_key)))
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
@@ -723,7 +730,7 @@ def load_sharded(client: Client, bucket: str, index_key: str, *, workers: int = 
     directory = posixpath.dirname(index_key)
     shards = sorted(set(weight_map.values()))
     keys = [posixpath.join(directory, s) if directory else s for s in shards]
-    loaded = _load_many(client, bucket, keys, workers)
+    loaded = _load_many(client, bucket, keys, queue_depth)
     out: dict[str, numpy.ndarray] = {}
     for shard, tensors in zip(shards, loaded):
         for name, array in tensors.items():
@@ -766,11 +773,12 @@ def save_checkpoint(client: Client, bucket: str, prefix: str, shards: Mapping[st
 
 
 def load_checkpoint(client: Client, bucket: str, prefix: str, *, shards: Iterable[str] | None = None,
-                    workers: int = 8) -> dict[str, dict[str, numpy.ndarray]]:
+                    queue_depth: int = 16) -> dict[str, dict[str, numpy.ndarray]]:
     """A checkpoint `save_checkpoint` wrote: shard name to its tensors, the files loaded in
-    parallel (`workers` at a time, each as `load`) once their total is checked against the
-    client's memory budget. `shards` loads only those (a rank's own). No manifest (a save that did
-    not finish) is the client's `NoSuchKey`."""
+    parallel by one `get_many` (`queue_depth` at a time, each as `load`), all from the client's
+    one memory budget: files that together pass its capacity are `MemoryBudgetExceeded`, raised
+    before any array is returned. `shards` loads only those (a rank's own). No manifest (a save
+    that did not finish) is the client's `NoSuchKey`."""
     prefix = prefix.rstrip("/")
     manifest = json.loads(bytes(client.get(bucket, f"{prefix}/{_MANIFEST}")))
     listed = manifest.get("shards") if isinstance(manifest, dict) else None
@@ -781,4 +789,4 @@ def load_checkpoint(client: Client, bucket: str, prefix: str, *, shards: Iterabl
         if s not in listed:
             raise ValueError(f"checkpoint {prefix} has no shard {s!r}")
     keys = [f"{prefix}/{listed[s]['key']}" for s in names]
-    return dict(zip(names, _load_many(client, bucket, keys, workers)))
+    return dict(zip(names, _load_many(client, bucket, keys, queue_depth)))
