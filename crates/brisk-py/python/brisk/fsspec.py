@@ -45,6 +45,7 @@ from fsspec.callbacks import NoOpCallback
 from fsspec.spec import AbstractBufferedFile
 
 import brisk
+from brisk._column_prefetch import ColumnPrefetch, FooterCache, footer_chunks
 
 DEFAULT_BLOCK_SIZE = 1024 * 1024
 
@@ -197,6 +198,8 @@ class BriskFileSystem(AsyncFileSystem):
                 **client_kwargs,
             )
         self.block_size = block_size
+        # Parquet layouts of objects read lately (see brisk._column_prefetch).
+        self._footers = FooterCache()
 
     _azure_protocol = False
 
@@ -851,7 +854,20 @@ class BriskFile(AbstractBufferedFile):
         else:
             data = bytes(self.fs.client.get_range(self.bucket, self.key, start, end - start))
         self._fetched_to = start + len(data)
+        self._note_tail(start, data)
         return data
+
+    def _note_tail(self, start: int, data) -> None:
+        """A read that ends at the end of the file may hold a parquet footer: its column-chunk
+        layout then steers prefetching (see brisk._column_prefetch)."""
+        if start + len(data) != self.size or getattr(self, "_prefetch", None) is not None:
+            return
+        groups = footer_chunks(data)
+        if groups:
+            # pyarrow's dataset API reads the footer through one file and the columns through
+            # another: the layout is kept on the filesystem for the next file of this object.
+            self.fs._footers.remember((self.bucket, self.key, self.size), groups)
+            self._prefetch = ColumnPrefetch(self.fs.client, self.bucket, self.key, self.fs.loop, groups)
 
     def _sequential(self, start: int):
         """The stream to read `start` from: the open one if it is there, a new one if `start` is
@@ -905,12 +921,28 @@ class BriskFile(AbstractBufferedFile):
         n = self.size - self.loc if nbytes is None or nbytes < 0 else min(nbytes, self.size - self.loc)
         if n < self.blocksize:
             return self.read(n)
+        prefetch = getattr(self, "_prefetch", None)
+        if prefetch is None:
+            groups = self.fs._footers.get((self.bucket, self.key, self.size))
+            if groups:
+                prefetch = self._prefetch = ColumnPrefetch(self.fs.client, self.bucket, self.key, self.fs.loop,
+                                                           groups)
+        if prefetch is not None:
+            # A parquet file: this read tells which columns are read; the same columns of the
+            # other row groups start now, side by side (see brisk._column_prefetch).
+            prefetch.after_read(self.loc, n)
+            hit = prefetch.take(self.loc, n)
+            if hit is not None:
+                self.loc += n
+                self._fetched_to = self.loc
+                return hit
         buf = self.fs.client.get_range(self.bucket, self.key, self.loc, n, wait=False)
         if buf is None:
             buf = mmap.mmap(-1, n)
             got = self.fs.client.get_into(self.bucket, self.key, buf, offset=self.loc, length=n)
             if got < n:
                 buf = memoryview(buf)[:got]
+        self._note_tail(self.loc, buf)
         self.loc += len(buf)
         self._fetched_to = self.loc
         return buf
@@ -920,6 +952,10 @@ class BriskFile(AbstractBufferedFile):
         if stream is not None:
             stream.close()
             self._stream = None
+        prefetch = getattr(self, "_prefetch", None)
+        if prefetch is not None:
+            prefetch.close()
+            self._prefetch = None
         super().close()
 
     def write(self, data) -> int:

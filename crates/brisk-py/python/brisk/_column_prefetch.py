@@ -1,0 +1,170 @@
+"""Column-chunk prefetch for parquet files read through `brisk://` by pyarrow.
+
+pyarrow reads a file of an fsspec filesystem through its Python file wrapper, which takes one lock
+per file for every read: the column chunks it pre-buffers (all the ranges of the columns asked
+for, issued at once to its I/O threads) therefore reach `BriskFile.read_buffer` one after another,
+each a GET that waits for the one before. pyarrow's own C++ S3 client sends them side by side.
+
+This module lets the file see the ranges coming. When the file's tail holds a parquet footer
+(read by pyarrow first, whatever it reads next), it is parsed with pyarrow itself (already
+imported: nothing happens unless `pyarrow.parquet` is) into the byte range of every column chunk
+of every row group. A large read that covers some columns' chunks of one row group is then taken
+as the pattern of the reads to come: the same columns of the row groups after it, which
+`read_table(columns=...)` and the dataset scanner read, in order, unless a filter prunes row
+groups. Those
+ranges are started at once, each into an anonymous mapping of its own (outside the memory budget,
+as the Buffers pyarrow keeps would otherwise fill it) on the client's pooled keep-alive
+connections, from the filesystem's event loop; a later read
+that falls inside one waits for it and gets a view of it, with no copy.
+
+Bounded: at most `PREFETCH_LIMIT` bytes are prefetched and not yet read. A range prefetched and
+never read (a later row group a filter pruned: the one cost of guessing) is dropped when the file
+is closed; a read that matches
+nothing is read as before. A footer that does not parse leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import io
+import mmap
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Prefetched bytes not yet read, at most.
+PREFETCH_LIMIT = 256 * 1024 * 1024
+
+
+@dataclass
+class _Prefetch:
+    start: int
+    end: int
+    future: concurrent.futures.Future = field(repr=False)
+    buffer: mmap.mmap = field(repr=False)
+
+
+def footer_chunks(tail) -> list[dict[int, tuple[int, int]]] | None:
+    """Each row group's column chunks (`{column: (start, end)}`) from a file's last bytes (any
+    buffer), if they hold a whole parquet footer and pyarrow is already imported; else None."""
+    pq = sys.modules.get("pyarrow.parquet")
+    tail = memoryview(tail).cast("B")
+    if pq is None or len(tail) < 12 or tail[-4:] != b"PAR1":
+        return None
+    footer_length = int.from_bytes(tail[-8:-4], "little")
+    if footer_length + 8 > len(tail):
+        return None
+    try:
+        metadata = pq.ParquetFile(io.BytesIO(tail[-(footer_length + 8):])).metadata
+        groups = []
+        for r in range(metadata.num_row_groups):
+            row_group = metadata.row_group(r)
+            chunks = {}
+            for c in range(row_group.num_columns):
+                column = row_group.column(c)
+                start = column.data_page_offset
+                if column.has_dictionary_page and column.dictionary_page_offset is not None:
+                    start = min(start, column.dictionary_page_offset)
+                chunks[c] = (start, start + column.total_compressed_size)
+            groups.append(chunks)
+        return groups
+    except Exception:  # a footer pyarrow cannot read: no prefetch, the reads go on as before
+        return None
+
+
+class FooterCache:
+    """The column-chunk layouts of the last `capacity` parquet objects a filesystem read the
+    footer of, by (bucket, key, size): pyarrow's dataset API reads a file's footer through one
+    open file and its columns through another. A layout only steers prefetching: the bytes a read
+    returns always come from a GET made for it, so an object rewritten meanwhile costs misses,
+    never wrong bytes."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self.layouts: dict[tuple[str, str, int], list[dict[int, tuple[int, int]]]] = {}
+
+    def remember(self, object_id: tuple[str, str, int], groups: list[dict[int, tuple[int, int]]]) -> None:
+        self.layouts.pop(object_id, None)
+        self.layouts[object_id] = groups
+        while len(self.layouts) > self.capacity:
+            del self.layouts[next(iter(self.layouts))]
+
+    def get(self, object_id: tuple[str, str, int]) -> list[dict[int, tuple[int, int]]] | None:
+        return self.layouts.get(object_id)
+
+
+class ColumnPrefetch:
+    """The prefetch state of one open file (see the module docs). Not thread-safe: pyarrow's file
+    wrapper serializes the calls into it."""
+
+    def __init__(self, client: Any, bucket: str, key: str, loop: asyncio.AbstractEventLoop,
+                 groups: list[dict[int, tuple[int, int]]]) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.key = key
+        self.loop = loop
+        self.groups = groups
+        self.pending: list[_Prefetch] = []
+        # The (row group, columns) whose ranges were started or read already.
+        self.seen: set[tuple[int, frozenset[int]]] = set()
+
+    def outstanding(self) -> int:
+        return sum(p.end - p.start for p in self.pending)
+
+    def take(self, start: int, length: int):
+        """A view of `length` bytes at `start` if a prefetched range holds them (waiting for it to
+        land), else None. A range that failed is dropped and None returned: the caller reads."""
+        end = start + length
+        for i, p in enumerate(self.pending):
+            if p.start <= start and end <= p.end:
+                try:
+                    p.future.result()
+                except Exception:
+                    del self.pending[i]
+                    return None
+                if start == p.start and end == p.end:
+                    del self.pending[i]
+                    return p.buffer
+                return memoryview(p.buffer)[start - p.start: end - p.start]
+        return None
+
+    def after_read(self, start: int, length: int) -> None:
+        """Starts the ranges that follow the pattern of a read of `length` bytes at `start`: the
+        same columns of the row groups after its own (pyarrow reads row groups in order; one
+        before it was either read already or pruned by a filter)."""
+        end = start + length
+        for r, chunks in enumerate(self.groups):
+            columns = frozenset(c for c, (s, e) in chunks.items() if start <= s and e <= end and e > s)
+            if columns:
+                break
+        else:
+            return
+        self.seen.add((r, columns))
+        for other in range(r + 1, len(self.groups)):
+            chunks = self.groups[other]
+            if (other, columns) in self.seen or not all(c in chunks for c in columns):
+                continue
+            lo = min(chunks[c][0] for c in columns)
+            hi = max(chunks[c][1] for c in columns)
+            if self.outstanding() + (hi - lo) > PREFETCH_LIMIT:
+                return
+            self.seen.add((other, columns))
+            self._start(lo, hi)
+
+    def _start(self, start: int, end: int) -> None:
+        buffer = mmap.mmap(-1, end - start)
+        future = asyncio.run_coroutine_threadsafe(
+            _read_into(self.client, self.bucket, self.key, start, buffer), self.loop)
+        self.pending.append(_Prefetch(start, end, future, buffer))
+
+    def close(self) -> None:
+        for p in self.pending:
+            p.future.cancel()
+        self.pending.clear()
+
+
+async def _read_into(client: Any, bucket: str, key: str, start: int, buffer: mmap.mmap) -> int:
+    """`len(buffer)` bytes at `start` into `buffer`, on the event loop (where brisk's coroutines
+    are made)."""
+    return await client.get_into_async(bucket, key, buffer, offset=start, length=len(buffer))
