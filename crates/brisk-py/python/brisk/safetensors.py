@@ -325,7 +325,7 @@ def _alloc(n: int) -> tuple[numpy.ndarray, object]:
     From 4 MiB up this is an anonymous mapping of its own rather than `numpy.empty`: numpy asks
     the kernel for transparent huge pages on such allocations (`madvise(MADV_HUGEPAGE)`), and on a
     host whose memory is fragmented (a large page cache) each 2 MiB fault can wait for compaction.
-    Filling a 2 GiB buffer by ranged GETs took 1.7-2.4 CPU s/GiB with numpy's allocation and 0.7
+    Filling a 2 GiB buffer by ranged GETs took 1.2-2.4 CPU s/GiB with numpy's allocation and 0.7
     with the plain mapping (docs/safetensors.md). Either way pages are faulted in as bytes land."""
     if n < 4 << 20:
         a = numpy.empty(n, numpy.uint8)
@@ -364,9 +364,9 @@ def _read_into(client: Client, bucket: str, key: str, offset: int, dest: numpy.n
     """The object's bytes `[offset, offset + len(dest))` into `dest`, by ranged GETs of a part each
     written straight from the socket, `queue_depth` at a time.
 
-    Each part is its own `get_into` on a thread of a pool rather than one `get_ranges(into=...)`
-    batch: measured on the 2 GiB file of bench/safetensors_load.py, the threads took as little or
-    less CPU per GiB and varied less from run to run on a loaded two-core host."""
+    Each part is its own `get_into` on a thread of a pool, as `load_into` and `iter_tensors` read:
+    one `get_ranges(into=...)` batch measured the same within the noise of a loaded two-core host
+    (bench/safetensors_load.py), and a part per call lets each land in its own destination."""
     spans = list(_parts(offset, len(dest), _PART))
     _run_spans(client, bucket, key, spans, [dest[o - offset : o - offset + n].data for o, n in spans], queue_depth)
 
@@ -397,10 +397,14 @@ def load(client: Client, bucket: str, key: str, *, queue_depth: int | None = Non
     By default one `Client.get`: the buffer is the `brisk.Buffer` of exactly the object's size,
     counted in the client's memory budget until the last array is freed, and the load costs what
     the GET costs (the header is parsed from the buffer; there is no HEAD and no second read).
-    With `queue_depth=N`: a HEAD, a ranged GET of the first MiB for the header, then ranged GETs of
-    8 MiB, N in flight, written from the socket into one numpy allocation of exactly the tensors'
-    bytes (not counted in the client's budget), for links where one connection carries less than
-    the link can. On loopback on a two-core host the one GET was faster (docs/safetensors.md)."""
+    The header is checked once the bytes are in: an object that is not a safetensors file is read
+    whole before its `ValueError` (never more than its size, which the budget bounds).
+
+    With `queue_depth=N`: a HEAD, a ranged GET of the first MiB for the header (checked before
+    anything else is read), then ranged GETs of 8 MiB, N in flight, written from the socket into
+    one anonymous mapping of exactly the tensors' bytes (not counted in the client's budget), for
+    links where one connection carries less than the link can. On loopback on a loaded two-core
+    host the one GET took less CPU per GiB and was as fast or faster (docs/safetensors.md)."""
     if queue_depth is not None:
         if queue_depth < 1:
             raise ValueError("queue_depth must be at least 1")
