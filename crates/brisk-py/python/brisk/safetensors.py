@@ -506,7 +506,9 @@ class _Held:
     it (`weakref.finalize`), whichever thread drops the last array."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        # Re-entrant: a garbage collection run while this thread holds the lock may free a
+        # buffer, whose finalizer takes it again.
+        self.lock = threading.RLock()
         self.bytes = 0
         self.peak = 0
 
