@@ -164,11 +164,23 @@ fn result_object(py: Python<'_>, result: brisk_client::Result<ExactBuf>) -> PyRe
     })
 }
 
-/// The list `get_many` returns: a Buffer or an exception per key, in order.
+/// The list `get_many` returns: a Buffer or an exception per key, in order. An object the list
+/// had no room for says how to read more than the budget holds.
 pub fn outcome_list(py: Python<'_>, outcomes: Outcomes) -> PyResult<Py<PyAny>> {
     let list = PyList::empty(py);
     for (index, outcome) in outcomes.into_iter().enumerate() {
         let item = match outcome {
+            Some(Err(e @ brisk_client::Error::Memory(_))) => errors::plain(
+                py,
+                "MemoryBudgetExceeded",
+                format!(
+                    "{e}: the list get_many returns holds every object at once; iterate with \
+                     iter_many (at most queue_depth objects held), or read into one buffer of \
+                     your own with get_many(into=...)"
+                ),
+            )
+            .into_value(py)
+            .into_any(),
             Some(result) => result_object(py, result)?,
             None => errors::plain(py, "Error", format!("key {index} did not complete"))
                 .into_value(py)

@@ -305,6 +305,7 @@ def test_get_many_fails_the_objects_past_the_budget_instead_of_waiting(server, b
     refused = [r for r in results if isinstance(r, brisk.MemoryBudgetExceeded)]
     assert (len(buffers), len(refused)) == (3, 2)
     assert all(b == data for b in buffers)
+    assert all("iter_many" in str(r) and "into=" in str(r) for r in refused), refused
 
 
 def test_get_many_into_one_buffer_back_to_back(server, bucket):
