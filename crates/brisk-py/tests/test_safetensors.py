@@ -232,6 +232,16 @@ def test_iter_tensors_cap_counts_what_the_caller_holds(server, client, bucket):
     assert total <= stats["peak_bytes"] <= total + part
 
 
+def test_iter_tensors_reads_only_the_named_tensors(server, client, bucket, small_parts):
+    tensors = {f"t{i}": numpy.full(100, i, numpy.int32) for i in range(10)}
+    client.put(bucket, "few.safetensors", reference.save(tensors))
+    stats: dict[str, int] = {}
+    got = dict(st.iter_tensors(client, bucket, "few.safetensors", names=["t3", "t7"], part_size=4096, stats=stats))
+    assert got.keys() == {"t3", "t7"} and equal(got["t3"], tensors["t3"]) and equal(got["t7"], tensors["t7"])
+    # Two GETs of 400 bytes: the tensors between them are not read.
+    assert stats["requests"] == 2 and stats["peak_bytes"] == 800, stats
+
+
 def test_iter_tensors_refuses_a_tensor_over_the_cap(server, client, bucket):
     client.put(bucket, "one.safetensors", reference.save({"big": numpy.zeros(1 << 16, numpy.float32)}))
     with pytest.raises(ValueError, match="larger than max_memory.*load_into"):

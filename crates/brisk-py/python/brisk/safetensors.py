@@ -491,7 +491,7 @@ def _groups(order: Iterable[TensorInfo], part: int) -> list[_Group]:
                 run = []
             groups.append(_Group([t], part))
             continue
-        if run and t.end - run[0].start > part:
+        if run and (t.start != run[-1].end or t.end - run[0].start > part):
             groups.append(_Group(run, part))
             run = []
         run.append(t)
