@@ -13,7 +13,9 @@ with client.open_writer("bucket", "out.parquet") as f:  # multipart from pooled 
 `Client` calls release the GIL; `brisk.Buffer` lends Rust memory to Python through the buffer
 protocol and counts against the client's memory budget until released; exceptions are in
 `brisk.errors` (and re-exported here); `brisk.fsspec.BriskFileSystem` is registered with fsspec as
-the `brisk://` protocol.
+the `brisk://` protocol. Imported on their own (so that `import brisk` loads neither numpy nor
+anything else): `brisk.data` (datasets for data-loader workers) and `brisk.safetensors` (model
+weights and checkpoints as numpy views).
 """
 
 from __future__ import annotations
