@@ -117,8 +117,13 @@ def test_a_filter_that_prunes_row_groups_reads_the_right_rows(fs, path, table, i
     cut = ROWS_PER_GROUP * 2
     got = pq.read_table(path, columns=["c0", "c3"], filesystem=filesystem, filters=[("c0", "<", cut)])
     assert got.equals(table.select(["c0", "c3"]).slice(0, cut))
-    # Row groups 2..7 are pruned; what was prefetched for them is dropped when the file goes.
-    gc.collect()
+    # Row groups 2..7 are pruned: what was prefetched for them is the one over-read, within the
+    # limit, and held only until the file is closed.
+    unread = sum(p.outstanding() for p in instances)
+    assert 0 < unread <= prefetch_module.PREFETCH_LIMIT
+    assert unread <= (GROUPS - 2) * 2 * (ROWS_PER_GROUP * 8 + 4096)  # chunks and page headers
+    for p in instances:
+        p.close()
     assert all(not p.pending for p in instances)
 
 
@@ -148,3 +153,31 @@ def test_footer_chunks_refuses_what_is_not_a_whole_footer():
     assert prefetch_module.footer_chunks(b"x" * 20 + (1000).to_bytes(4, "little") + b"PAR1") is None
     # A length that fits but bytes that are not a footer: pyarrow refuses them, no prefetch.
     assert prefetch_module.footer_chunks(b"x" * 20 + (8).to_bytes(4, "little") + b"PAR1") is None
+
+
+def test_a_read_spanning_prefetched_ranges_is_assembled_without_asking_twice(fs, bucket):
+    data = np.random.default_rng(2).integers(0, 256, 1 << 20, dtype=np.uint8).tobytes()
+    bucket_name, key = bucket, "spans"
+    fs.pipe(f"{bucket}/{key}", data)
+    prefetch = prefetch_module.ColumnPrefetch(fs.client, bucket_name, key, fs.loop, groups=[])
+    prefetch._start(1000, 5000)
+    prefetch._start(5000, 9000)
+    prefetch._start(20_000, 30_000)
+    for p in prefetch.pending:
+        p.future.result()
+    before = fs.client.metrics()["requests"]
+    # Inside one range: a view, no request.
+    assert bytes(prefetch.take(1500, 100)) == data[1500:1600]
+    # Across two adjacent ranges: assembled, no request.
+    assert bytes(prefetch.take(4000, 3000)) == data[4000:7000]
+    assert fs.client.metrics()["requests"] == before
+    # From a range, through a gap, into another, and past it: the gap and the tail are GETs.
+    assert bytes(prefetch.take(8000, 30_000)) == data[8000:38_000]
+    assert fs.client.metrics()["requests"] == before + 2
+    # Nothing prefetched there: the caller reads.
+    assert prefetch.take(100_000, 10) is None
+    # The ranges with bytes never read stay (until close); the one read whole is dropped.
+    assert [(p.start, p.end) for p in prefetch.pending] == [(1000, 5000), (5000, 9000)]
+    assert prefetch.outstanding() == (4000 - 100 - 1000) + (4000 - 2000 - 1000)
+    prefetch.close()
+    assert prefetch.pending == []

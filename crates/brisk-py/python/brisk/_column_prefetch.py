@@ -14,8 +14,10 @@ as the pattern of the reads to come: the same columns of the row groups after it
 groups. Those
 ranges are started at once, each into an anonymous mapping of its own (outside the memory budget,
 as the Buffers pyarrow keeps would otherwise fill it) on the client's pooled keep-alive
-connections, from the filesystem's event loop; a later read
-that falls inside one waits for it and gets a view of it, with no copy.
+connections, from the filesystem's event loop. A later read that falls inside one range waits for
+it and gets a view of it, with no copy; one that spans ranges (pyarrow merges adjacent chunks, also
+across row groups) is assembled from them and ranged GETs of any bytes between, so no byte that was
+prefetched is requested twice.
 
 Bounded: at most `PREFETCH_LIMIT` bytes are prefetched and not yet read. A range prefetched and
 never read (a later row group a filter pruned: the one cost of guessing) is dropped when the file
@@ -43,6 +45,8 @@ class _Prefetch:
     end: int
     future: concurrent.futures.Future = field(repr=False)
     buffer: mmap.mmap = field(repr=False)
+    #: Bytes of it handed out so far: it is dropped once every byte has been.
+    served: int = 0
 
 
 def footer_chunks(tail) -> list[dict[int, tuple[int, int]]] | None:
@@ -110,24 +114,53 @@ class ColumnPrefetch:
         self.seen: set[tuple[int, frozenset[int]]] = set()
 
     def outstanding(self) -> int:
-        return sum(p.end - p.start for p in self.pending)
+        return sum(p.end - p.start - p.served for p in self.pending)
 
     def take(self, start: int, length: int):
-        """A view of `length` bytes at `start` if a prefetched range holds them (waiting for it to
-        land), else None. A range that failed is dropped and None returned: the caller reads."""
+        """The `length` bytes at `start` if prefetched ranges hold any of them (waiting for those
+        to land), else None: a view when one range holds them all, else a mapping of their
+        length assembled from the ranges' bytes and ranged GETs of the rest (pyarrow coalesces
+        adjacent chunks, so a read may span two ranges, or a range and bytes never prefetched).
+        A range that failed is dropped; its bytes are read again."""
         end = start + length
-        for i, p in enumerate(self.pending):
-            if p.start <= start and end <= p.end:
-                try:
-                    p.future.result()
-                except Exception:
-                    del self.pending[i]
-                    return None
-                if start == p.start and end == p.end:
-                    del self.pending[i]
-                    return p.buffer
-                return memoryview(p.buffer)[start - p.start: end - p.start]
-        return None
+        overlapping = [p for p in self.pending if p.start < end and start < p.end]
+        if not overlapping:
+            return None
+        landed = []
+        for p in overlapping:
+            try:
+                p.future.result()
+                landed.append(p)
+            except Exception:
+                self.pending.remove(p)
+        if not landed:
+            return None
+        for p in landed:
+            p.served += min(end, p.end) - max(start, p.start)
+            if p.served >= p.end - p.start:
+                self.pending.remove(p)
+        if len(landed) == 1 and landed[0].start <= start and end <= landed[0].end:
+            p = landed[0]
+            if start == p.start and end == p.end:
+                return p.buffer
+            return memoryview(p.buffer)[start - p.start: end - p.start]
+        out = mmap.mmap(-1, length)
+        view = memoryview(out)
+        at = start
+        for p in sorted(landed, key=lambda p: p.start):
+            lo, hi = max(start, p.start), min(end, p.end)
+            if at < lo:
+                self._read_into(view[at - start: lo - start], at)
+            view[lo - start: hi - start] = memoryview(p.buffer)[lo - p.start: hi - p.start]
+            at = max(at, hi)
+        if at < end:
+            self._read_into(view[at - start:], at)
+        return out
+
+    def _read_into(self, view: memoryview, offset: int) -> None:
+        got = self.client.get_into(self.bucket, self.key, view, offset=offset, length=len(view))
+        if got != len(view):
+            raise EOFError(f"{self.key}: {got} bytes at {offset}, expected {len(view)}")
 
     def after_read(self, start: int, length: int) -> None:
         """Starts the ranges that follow the pattern of a read of `length` bytes at `start`: the
