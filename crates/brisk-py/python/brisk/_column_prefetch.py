@@ -8,8 +8,9 @@ each a GET that waits for the one before. pyarrow's own C++ S3 client sends them
 This module lets the file see the ranges coming. When the file's tail holds a parquet footer
 (read by pyarrow first, whatever it reads next), it is parsed with pyarrow itself (already
 imported: nothing happens unless `pyarrow.parquet` is) into the byte range of every column chunk
-of every row group. A large read that covers some columns' chunks of one row group is then taken
-as the pattern of the reads to come: the same columns of the row groups after it, which
+of every row group. A large read that covers some columns' chunks of one row group (less than half its bytes: a
+scan of every column is left to pyarrow's own large reads) is then taken as the pattern of the
+reads to come: the same columns of the row groups after it, which
 `read_table(columns=...)` and the dataset scanner read, in order, unless a filter prunes row
 groups. Those
 ranges are started at once, each into an anonymous mapping of its own (outside the memory budget,
@@ -37,6 +38,8 @@ from typing import Any
 
 #: Prefetched bytes not yet read, at most.
 PREFETCH_LIMIT = 256 * 1024 * 1024
+#: Smaller unrequested pieces are left to the read that needs them.
+MIN_PREFETCH = 64 * 1024
 
 
 @dataclass
@@ -112,6 +115,8 @@ class ColumnPrefetch:
         self.pending: list[_Prefetch] = []
         # The (row group, columns) whose ranges were started or read already.
         self.seen: set[tuple[int, frozenset[int]]] = set()
+        # The byte ranges requested so far, by reads and prefetches (sorted, disjoint).
+        self.claimed: list[tuple[int, int]] = []
 
     def outstanding(self) -> int:
         return sum(p.end - p.start - p.served for p in self.pending)
@@ -165,13 +170,21 @@ class ColumnPrefetch:
     def after_read(self, start: int, length: int) -> None:
         """Starts the ranges that follow the pattern of a read of `length` bytes at `start`: the
         same columns of the row groups after its own (pyarrow reads row groups in order; one
-        before it was either read already or pruned by a filter)."""
+        before it was either read already or pruned by a filter), less every byte requested
+        already, by a read or a prefetch (pyarrow's reads merge chunks differently from one row
+        group to the next, so patterns overlap)."""
         end = start + length
+        self._claim(start, end)
         for r, chunks in enumerate(self.groups):
             columns = frozenset(c for c, (s, e) in chunks.items() if start <= s and e <= end and e > s)
             if columns:
                 break
         else:
+            return
+        # A read of half a row group or more is a scan of (nearly) every column: pyarrow's own
+        # reads are then large and few, and prefetching would only add copies.
+        group_bytes = sum(e - s for s, e in chunks.values())
+        if 2 * sum(chunks[c][1] - chunks[c][0] for c in columns) >= group_bytes:
             return
         self.seen.add((r, columns))
         for other in range(r + 1, len(self.groups)):
@@ -180,12 +193,42 @@ class ColumnPrefetch:
                 continue
             lo = min(chunks[c][0] for c in columns)
             hi = max(chunks[c][1] for c in columns)
-            if self.outstanding() + (hi - lo) > PREFETCH_LIMIT:
-                return
             self.seen.add((other, columns))
-            self._start(lo, hi)
+            for a, b in self._unclaimed(lo, hi):
+                if b - a < MIN_PREFETCH:
+                    continue  # a sliver between claimed bytes: the read that needs it gets it
+                if self.outstanding() + (b - a) > PREFETCH_LIMIT:
+                    return
+                self._start(a, b)
+
+    def _claim(self, start: int, end: int) -> None:
+        """Notes that the bytes `start..end` are requested (merged into `claimed`)."""
+        merged = []
+        for s, e in self.claimed:
+            if e < start or end < s:
+                merged.append((s, e))
+            else:
+                start, end = min(s, start), max(e, end)
+        merged.append((start, end))
+        merged.sort()
+        self.claimed = merged
+
+    def _unclaimed(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of `start..end` no read or prefetch has requested."""
+        parts = []
+        at = start
+        for s, e in self.claimed:
+            if e <= at or s >= end:
+                continue
+            if s > at:
+                parts.append((at, s))
+            at = max(at, e)
+        if at < end:
+            parts.append((at, end))
+        return parts
 
     def _start(self, start: int, end: int) -> None:
+        self._claim(start, end)
         buffer = mmap.mmap(-1, end - start)
         future = asyncio.run_coroutine_threadsafe(
             _read_into(self.client, self.bucket, self.key, start, buffer), self.loop)
