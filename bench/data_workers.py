@@ -43,8 +43,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def options(endpoint: str) -> dict:
-    return dict(endpoint_url=endpoint, access_key_id=ACCESS, secret_access_key=SECRET, region="us-east-1",
-                max_memory="256MiB")
+    return {"endpoint_url": endpoint, "access_key_id": ACCESS, "secret_access_key": SECRET,
+            "region": "us-east-1", "max_memory": "256MiB"}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -62,7 +62,7 @@ def checksum(passes: int, buf) -> int:
 
 
 def map_worker(ds, batches, ready, go, results):
-    ds.client  # the client built before the clock starts, as a DataLoader's workers are warm
+    _ = ds.client  # the client built before the clock starts, as a DataLoader's workers are warm
     ready.put(os.getpid())
     go.wait()
     cpu0 = time.process_time()
@@ -74,7 +74,7 @@ def map_worker(ds, batches, ready, go, results):
 
 
 def iter_worker(ds, ready, go, results):
-    ds.client
+    _ = ds.client
     ready.put(os.getpid())
     go.wait()
     cpu0 = time.process_time()
@@ -174,25 +174,30 @@ def main():
                     child = subprocess.run(
                         [sys.executable, __file__, "run", kind, str(workers), endpoint, str(args.count),
                          str(args.batch), args.context, str(server.pid), str(args.decode_passes)],
-                        stdout=subprocess.PIPE, text=True,
+                        stdout=subprocess.PIPE, text=True, check=False,
                     )
                     out = child.stdout
                     print(out.strip(), f"(exit status {child.returncode})" if child.returncode else "",
                           flush=True)
                     runs[kind, workers].append(json.loads(out))
             for kind in args.kinds.split(","):
-                medians = {}
+                medians, cores = {}, {}
                 for w in (1, 2):
                     rs = runs[kind, w]
                     medians[w] = statistics.median(r["objects_per_s"] for r in rs)
                     per_object = statistics.median((r["worker_cpu"] + r["server_cpu"]) / args.count for r in rs)
                     server_share = statistics.median(r["server_cpu"] / (r["worker_cpu"] + r["server_cpu"])
                                                      for r in rs)
+                    cores[w] = statistics.median((r["worker_cpu"] + r["server_cpu"]) / r["wall"] for r in rs)
                     print(f"{kind}, {w} worker{'s' if w > 1 else ''}: median {medians[w]:.0f} objects/s "
                           f"({medians[w] * args.size / 2**20:.0f} MiB/s); {per_object * 1e6:.0f} CPU us "
                           f"per object, workers and server, {server_share:.0%} of it the server's; "
-                          f"load average {statistics.median(r['load'] for r in rs):.2f}")
-                print(f"{kind}: two workers / one = {medians[2] / medians[1]:.2f}x", flush=True)
+                          f"{cores[w]:.2f} cores busy; load average {statistics.median(r['load'] for r in rs):.2f}")
+                # What two workers could reach at most: the machine's cores over the cores one
+                # worker's run keeps busy (itself and the server).
+                bound = min(2.0, os.cpu_count() / cores[1])
+                print(f"{kind}: two workers / one = {medians[2] / medians[1]:.2f}x "
+                      f"(the CPU bound: {os.cpu_count()} cores / {cores[1]:.2f} = {bound:.2f}x)", flush=True)
         finally:
             server.terminate()
             server.wait()

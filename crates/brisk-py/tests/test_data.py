@@ -210,7 +210,7 @@ def test_iterable_streams_a_prefix(server, client, bucket):
     got = list(ds)
     assert sorted(k for k, _ in got) == sorted(objects)
     assert dict(got) == objects
-    assert sorted(list(ds)) == sorted(got)  # iterable again
+    assert sorted(ds) == sorted(got)  # iterable again
 
 
 @pytest.mark.parametrize("source", ["prefix", "objects"])

@@ -48,12 +48,12 @@ from brisk._brisk import Buffer, Client, ObjectEntry
 from brisk.errors import MemoryBudgetExceeded
 
 __all__ = [
-    "ObjectDataset",
-    "ObjectIterableDataset",
-    "WORKER_ID_ENV",
     "NUM_WORKERS_ENV",
     "RANK_ENV",
+    "WORKER_ID_ENV",
     "WORLD_SIZE_ENV",
+    "ObjectDataset",
+    "ObjectIterableDataset",
 ]
 
 #: Worker index and count when neither arguments nor PyTorch's `get_worker_info()` give them; a
