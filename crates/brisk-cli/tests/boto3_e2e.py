@@ -209,6 +209,21 @@ check(sum(len(p.get("Contents", [])) for p in v1) == 27, "v1 paging with marker"
 s3.put_object(Bucket="e2e-other", Key="ctl\x01key", Body=b"x")
 enc = s3.list_objects_v2(Bucket="e2e-other", Prefix="ctl")
 check(enc["Contents"][0]["Key"] == "ctl\x01key", "encoding-type=url round trip (boto3 asks for it)")
+# With encoding-type=url, V1 encodes Prefix, Delimiter, Marker, NextMarker, Key and the common
+# prefixes; V2 Prefix, Delimiter, StartAfter and Key (AWS's SDK for Java v2 decodes exactly those).
+# botocore decodes all but V1's Prefix, which boto3 therefore shows encoded.
+v1nl = s3.list_objects(Bucket="e2e-other", Prefix="\n", Delimiter="\n", Marker="\n")
+check((v1nl["Prefix"], v1nl["Delimiter"], v1nl["Marker"], v1nl.get("Contents")) == ("%0A", "\n", "\n", None),
+      f"V1 listing encodes Prefix too: {v1nl}")
+v2nl = s3.list_objects_v2(Bucket="e2e-other", Prefix="\n", Delimiter="\n", StartAfter="\n")
+check((v2nl["Prefix"], v2nl["Delimiter"], v2nl["StartAfter"], v2nl["KeyCount"]) == ("\n", "\n", "\n", 0),
+      f"V2 listing, decoded by botocore: {v2nl}")
+# U+008A is a valid key character (a C1 control): a GET of a missing one is 404 NoSuchKey; a path
+# that does not percent-decode to UTF-8 is 400 with S3's words.
+check(error_code(s3.get_object, Bucket="e2e-other", Key="\xae\x8a-") == ("NoSuchKey", 404), "GET of a missing U+008A key")
+s3.put_object(Bucket="e2e-other", Key="\xae\x8a-", Body=b"c1")
+check(s3.get_object(Bucket="e2e-other", Key="\xae\x8a-")["Body"].read() == b"c1", "a U+008A key stored and read")
+s3.delete_object(Bucket="e2e-other", Key="\xae\x8a-")
 
 # DeleteObjects and DeleteObject
 res = s3.delete_objects(Bucket="e2e-other", Delete={"Objects": [{"Key": f"list/{i:03d}"} for i in range(25)]})
@@ -391,6 +406,14 @@ check([(p["PartNumber"], p["ETag"], p["Size"]) for p in parts] == [(1, second, 1
 check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key="resent", UploadId=mid,
                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": first}]})[0] == "InvalidPart",
       "the replaced part's ETag is InvalidPart")
+# Part 1 named twice, each ETag it had (as a client that re-sent it while the first upload ran
+# would): S3 wants strictly ascending part numbers, InvalidPartOrder, and the upload stays open.
+check(error_code(s3.complete_multipart_upload, Bucket="e2e-bucket", Key="resent", UploadId=mid,
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": first}, {"PartNumber": 1, "ETag": second}]})
+      == ("InvalidPartOrder", 400), "part 1 listed twice → InvalidPartOrder")
+check(error_code(s3.head_object, Bucket="e2e-bucket", Key="resent")[1] == 404
+      and len(s3.list_parts(Bucket="e2e-bucket", Key="resent", UploadId=mid)["Parts"]) == 1,
+      "nothing completed, the upload still open")
 s3.complete_multipart_upload(Bucket="e2e-bucket", Key="resent", UploadId=mid,
                              MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": second}]})
 check(s3.get_object(Bucket="e2e-bucket", Key="resent")["Body"].read() == b"second, longer body", "the last part sent wins")
@@ -557,6 +580,17 @@ for value, status, code, words in ((604801, 400, b"AuthorizationQueryParametersE
     except urllib.error.HTTPError as e:
         doc = e.read()
         check(e.code == status and code in doc and words in doc, f"X-Amz-Expires={value}: {e.code} {doc!r}")
+# A presigned PUT with a negative lifetime (botocore writes ExpiresIn=-1000 as it is): S3's 400
+# AuthorizationQueryParametersError, and nothing stored.
+negative_put = s3.generate_presigned_url("put_object", Params={"Bucket": "e2e-bucket", "Key": "negative"}, ExpiresIn=-1000)
+try:
+    urllib.request.urlopen(urllib.request.Request(negative_put, data=b"never", method="PUT"))
+    raise AssertionError("a presigned PUT with a negative lifetime worked")
+except urllib.error.HTTPError as e:
+    doc = e.read()
+    check(e.code == 400 and b"AuthorizationQueryParametersError" in doc and b"X-Amz-Expires must be non-negative" in doc,
+          f"presigned PUT with X-Amz-Expires=-1000: {e.code} {doc!r}")
+check(error_code(s3.head_object, Bucket="e2e-bucket", Key="negative")[1] == 404, "and stored nothing")
 
 # Header signing with the timestamp in `Date` instead of `x-amz-date` (SigV4 allows either; with both,
 # x-amz-date wins), signed here by hand from the SigV4 specification rather than by botocore, which
@@ -611,6 +645,22 @@ check(signed_get("/e2e-bucket/dated", now, {"date": earlier, "x-amz-date": now.s
 status, doc = signed_get("/e2e-bucket/dated", now, {})
 check(status == 403 and b"AccessDenied" in doc, f"neither Date nor x-amz-date: 403 AccessDenied ({status})")
 
+# botocore itself, given a `Date` header (empty, or beside an `X-Amz-Date`), drops X-Amz-Date and
+# signs with `Date` in RFC 2822's numeric-zone form (`Sat, 28 Nov 2026 12:20:00 -0000`).
+for extra in ({"Date": "", "X-Amz-Date": email.utils.formatdate(usegmt=True)},
+              {"Date": email.utils.formatdate(usegmt=True), "X-Amz-Date": email.utils.formatdate(usegmt=True)}):
+    dater = client()
+    sent = {}
+    dater.meta.events.register("before-call.s3.PutObject", lambda params, extra=extra, **_: params["headers"].update(extra))
+    dater.meta.events.register("before-send.s3.PutObject", lambda request, **_: sent.update(
+        (k, v.decode() if isinstance(v, bytes) else v) for k, v in request.headers.items()))
+    dater.put_object(Bucket="e2e-bucket", Key="dated-put", Body=b"dated by Date")
+    check(sent.get("Date", "").endswith("-0000") and "X-Amz-Date" not in sent,
+          f"botocore sent Date only, RFC 2822 style: {sent.get('Date')!r}")
+    check(s3.get_object(Bucket="e2e-bucket", Key="dated-put")["Body"].read() == b"dated by Date",
+          f"a PUT signed with Date {sent.get('Date')!r} is stored")
+    s3.delete_object(Bucket="e2e-bucket", Key="dated-put")
+
 # User metadata with non-ASCII characters. botocore refuses them before sending (S3 metadata must be
 # ASCII in its eyes), so they are sent here in a request signed by hand, as UTF-8 bytes; S3 returns
 # such values RFC 2047-encoded (`=?UTF-8?B?...?=`), and so does brisk: no response carries raw
@@ -645,6 +695,12 @@ raw_lister.meta.events.unregister("before-parameter-build.s3.ListObjectsV2",
 code, status = error_code(raw_lister.list_objects_v2, Bucket="e2e-other", Prefix="ctl")
 check((code, status) == ("InvalidArgument", 400), f"listing a control-character key unencoded: {code} {status}")
 check(raw_lister.list_objects_v2(Bucket="e2e-other", Prefix="list/")["KeyCount"] == 1, "other listings work unencoded")
+
+# A path whose percent-decoding is not UTF-8 (`%AE%8A-`, what s3-tests' test_object_read_unreadable
+# sent before Python 3): 400 with S3's words.
+stamp = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+status, doc = signed_get("/e2e-bucket/%AE%8A-", stamp, {"x-amz-date": stamp.strftime("%Y%m%dT%H%M%SZ")})
+check(status == 400 and b"parse the specified URI" in doc, f"a path that is not UTF-8: {status} {doc!r}")
 
 # Bad signature
 bad = client(secret="not-the-secret")

@@ -149,9 +149,12 @@ pub fn route(
             "request target {raw_path:?} is not an absolute path"
         )));
     }
-    let path = percent_decode_str(raw_path)
-        .decode_utf8()
-        .map_err(|_| S3Error::invalid_request("the request path is not UTF-8"))?;
+    let path = percent_decode_str(raw_path).decode_utf8().map_err(|_| {
+        // S3's words for a path that does not decode ("Couldn't parse the specified URI.").
+        S3Error::invalid_request(
+            "Couldn't parse the specified URI: the percent-decoded path is not UTF-8",
+        )
+    })?;
     let query = Query::parse(raw_query);
     let (bucket, key) = match host.and_then(|h| bucket_from_host(h, base_domain)) {
         Some(bucket) => (bucket.to_owned(), path[1..].to_owned()),
@@ -316,6 +319,21 @@ mod tests {
     fn keys_are_percent_decoded_and_keep_their_slashes() {
         let r = route("GET", "/b/a%20b/c%2Bd//e", None, "localhost", false).unwrap();
         assert_eq!((r.bucket.as_str(), r.key.as_str()), ("b", "a b/c+d//e"));
+    }
+
+    #[test]
+    fn c1_controls_are_key_characters_and_bytes_that_are_not_utf8_are_refused() {
+        // U+00AE U+008A '-', as boto3 sends s3-tests' "\xae\x8a-": a key like any other.
+        let r = route("GET", "/b/%C2%AE%C2%8A-", None, "localhost", false).unwrap();
+        assert_eq!(r.key, "\u{ae}\u{8a}-");
+        // The same bytes unencoded as UTF-8 (what the test sent under Python 2): S3's words.
+        let err = route("GET", "/b/%AE%8A-", None, "localhost", false).unwrap_err();
+        assert_eq!((err.status, err.code), (400, S3ErrorCode::InvalidRequest));
+        assert!(
+            err.message.starts_with("Couldn't parse the specified URI"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

@@ -541,15 +541,25 @@ fn request_date(request: &SignableRequest<'_>) -> Option<AmzDate> {
             .and_then(|d| std::str::from_utf8(d).ok())
             .map(str::trim)
     };
-    if let Some(amz) = text("x-amz-date") {
+    // `x-amz-date` wins when it holds anything; an empty one leaves the `Date` header to date
+    // the request.
+    if let Some(amz) = text("x-amz-date").filter(|d| !d.is_empty()) {
         return AmzDate::parse(amz);
     }
     let date = text("date")?;
-    AmzDate::parse(date).or_else(|| {
-        httpdate::parse_http_date(date)
-            .ok()
-            .and_then(|t| AmzDate::from_system_time(t).ok())
-    })
+    AmzDate::parse(date).or_else(|| http_date(date))
+}
+
+/// A `Date` header: HTTP's IMF-fixdate (and its two obsolete forms), or RFC 2822 with a numeric
+/// zone, which is how Python's `email.utils.formatdate` writes it (`Sat, 28 Nov 2026 12:20:00
+/// -0000`), as botocore does when a request carries a `Date` header.
+fn http_date(date: &str) -> Option<AmzDate> {
+    if let Ok(t) = httpdate::parse_http_date(date) {
+        return AmzDate::from_system_time(t).ok();
+    }
+    let t = ::time::OffsetDateTime::parse(date, &::time::format_description::well_known::Rfc2822)
+        .ok()?;
+    AmzDate::from_unix_seconds(t.unix_timestamp()).ok()
 }
 
 fn header<'a>(request: &SignableRequest<'a>, name: &str) -> Option<&'a [u8]> {
@@ -581,4 +591,61 @@ fn query_param(query: &str, name: &str) -> Option<String> {
     raw_pairs(query)
         .find(|(n, _)| decode(n) == name)
         .map(|(_, v)| decode(v).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dated(headers: &[(&'static str, &'static str)]) -> Option<String> {
+        let headers: Vec<(&str, &[u8])> = headers.iter().map(|(n, v)| (*n, v.as_bytes())).collect();
+        let request = SignableRequest {
+            method: "PUT",
+            path: "/b/k",
+            query: "",
+            headers: &headers,
+        };
+        request_date(&request).map(|d| d.as_str().to_owned())
+    }
+
+    #[test]
+    fn the_date_header_may_be_http_or_rfc_2822() {
+        for date in [
+            "Sat, 28 Nov 2026 12:20:00 GMT",
+            "Sat, 28 Nov 2026 12:20:00 -0000",
+            "Sat, 28 Nov 2026 12:20:00 +0000",
+            "Sat, 28 Nov 2026 13:20:00 +0100",
+            "20261128T122000Z",
+        ] {
+            assert_eq!(
+                dated(&[("date", date)]).as_deref(),
+                Some("20261128T122000Z"),
+                "{date}"
+            );
+        }
+        for bad in ["", "yesterday", "Sat, 31 Nov 2026 12:20:00 -0000"] {
+            assert_eq!(dated(&[("date", bad)]), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn x_amz_date_wins_unless_empty() {
+        let both = [
+            ("date", "Sat, 28 Nov 2026 12:20:00 GMT"),
+            ("x-amz-date", "20261128T122005Z"),
+        ];
+        assert_eq!(dated(&both).as_deref(), Some("20261128T122005Z"));
+        let empty = [
+            ("date", "Sat, 28 Nov 2026 12:20:00 GMT"),
+            ("x-amz-date", ""),
+        ];
+        assert_eq!(dated(&empty).as_deref(), Some("20261128T122000Z"));
+        // A malformed x-amz-date is not replaced by the Date header.
+        let bad = [
+            ("date", "Sat, 28 Nov 2026 12:20:00 GMT"),
+            ("x-amz-date", "Sat, 28 Nov 2026 12:20:00 GMT"),
+        ];
+        assert_eq!(dated(&bad), None);
+        assert_eq!(dated(&[("date", "")]), None);
+    }
 }
