@@ -47,6 +47,8 @@ Ways brisk's fsspec layer could read, tried here without touching brisk/fsspec.p
   brisk-parts              fsspec.parquet.open_parquet_file: the footer, then every range the read
                            needs in one `cat_ranges`, then pyarrow reads from those parts
   brisk-buffer             the whole object in one `get`, read from a `pa.BufferReader` (whole only)
+  brisk-noprefetch         brisk-pyfs with `column_prefetch=False`: the column chunks one GET after
+                           another, as before brisk._column_prefetch
 
 brisk.Buffers handed to pyarrow stay charged to the client's memory budget (by default half of the
 memory the process may use, at least 1 GiB; 1 GiB when these runs were measured) while
@@ -113,7 +115,7 @@ CASES = ("whole", "columns")
 CLIENTS = ("brisk-pyfs", "brisk-fsspec", "obstore", "s3fs", "pyarrow-s3")
 # Ways brisk's fsspec layer could read, tried from this driver (brisk/fsspec.py untouched); run only
 # when named in --clients, and by `profile`. brisk-buffer reads the whole object, so whole only.
-EXPERIMENTS = ("brisk-read_buffer", "brisk-read_buffer-split", "brisk-parts", "brisk-buffer")
+EXPERIMENTS = ("brisk-read_buffer", "brisk-read_buffer-split", "brisk-parts", "brisk-buffer", "brisk-noprefetch")
 EXPERIMENT_CASES = {"brisk-buffer": ("whole",)}
 BRISK = ("brisk-pyfs", "brisk-fsspec") + EXPERIMENTS
 LABELS = {
@@ -123,6 +125,7 @@ LABELS = {
     "brisk-read_buffer-split": "(try) brisk file + `read_buffer` = `get_ranges` of 8 MiB pieces `into=` one array",
     "brisk-parts": "(try) brisk + `fsspec.parquet.open_parquet_file` (`cat_ranges`)",
     "brisk-buffer": "(try) brisk `get` -> `pa.BufferReader`",
+    "brisk-noprefetch": "(try) brisk `PyFileSystem(FSSpecHandler(fs))`, `column_prefetch=False`",
     "obstore": "obstore `FsspecStore`",
     "s3fs": "s3fs `S3FileSystem`",
     "pyarrow-s3": "pyarrow C++ `S3FileSystem`",
@@ -198,6 +201,10 @@ def filesystem(client, endpoint):
         from pyarrow.fs import FSSpecHandler, PyFileSystem
 
         return PyFileSystem(FSSpecHandler(brisk_fs(endpoint, max_memory=WHOLE_FILE_BUDGET)))
+    if client == "brisk-noprefetch":
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        return PyFileSystem(FSSpecHandler(brisk_fs(endpoint, column_prefetch=False)))
     if client == "brisk-fsspec":
         return brisk_fs(endpoint)
     if client == "obstore":

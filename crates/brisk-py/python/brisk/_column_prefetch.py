@@ -13,9 +13,9 @@ scan of every column is left to pyarrow's own large reads) is then taken as the 
 reads to come: the same columns of the row groups after it, which
 `read_table(columns=...)` and the dataset scanner read, in order, unless a filter prunes row
 groups. Those
-ranges are started at once, each into an anonymous mapping of its own (outside the memory budget,
-as the Buffers pyarrow keeps would otherwise fill it) on the client's pooled keep-alive
-connections, from the filesystem's event loop. A later read that falls inside one range waits for
+ranges are started at once, `IN_FLIGHT` at a time, each into a Buffer of the client's budget when
+the budget has room to spare (else an anonymous mapping outside it, so that a prefetch never waits
+for memory pyarrow holds), on the client's pooled keep-alive connections, from the filesystem's event loop. A later read that falls inside one range waits for
 it and gets a view of it, with no copy; one that spans ranges (pyarrow merges adjacent chunks, also
 across row groups) is assembled from them and ranged GETs of any bytes between, so no byte that was
 prefetched is requested twice.
@@ -40,14 +40,18 @@ from typing import Any
 PREFETCH_LIMIT = 256 * 1024 * 1024
 #: Smaller unrequested pieces are left to the read that needs them.
 MIN_PREFETCH = 64 * 1024
+#: A file's prefetches in flight at once, each on a connection of the client's pool: as many as
+#: pyarrow's own S3 client keeps (its I/O pool's 8 threads), enough to cover a round trip.
+IN_FLIGHT = 8
 
 
 @dataclass
 class _Prefetch:
     start: int
     end: int
-    future: concurrent.futures.Future = field(repr=False)
-    buffer: mmap.mmap = field(repr=False)
+    future: concurrent.futures.Future | None = field(repr=False)
+    #: The bytes once they landed: a brisk.Buffer, or an anonymous mapping.
+    buffer: Any = field(repr=False)
     #: Bytes of it handed out so far: it is dropped once every byte has been.
     served: int = 0
 
@@ -117,6 +121,8 @@ class ColumnPrefetch:
         self.seen: set[tuple[int, frozenset[int]]] = set()
         # The byte ranges requested so far, by reads and prefetches (sorted, disjoint).
         self.claimed: list[tuple[int, int]] = []
+        # Prefetches in flight at once (each holds a connection while it runs).
+        self.gate = asyncio.Semaphore(IN_FLIGHT)
 
     def outstanding(self) -> int:
         return sum(p.end - p.start - p.served for p in self.pending)
@@ -229,10 +235,16 @@ class ColumnPrefetch:
 
     def _start(self, start: int, end: int) -> None:
         self._claim(start, end)
-        buffer = mmap.mmap(-1, end - start)
-        future = asyncio.run_coroutine_threadsafe(
-            _read_into(self.client, self.bucket, self.key, start, buffer), self.loop)
-        self.pending.append(_Prefetch(start, end, future, buffer))
+        length = end - start
+        prefetch = _Prefetch(start, end, None, None)
+        # A Buffer of the client's budget (its pages made resident as the body arrives) when the
+        # budget has room for it and every other prefetch besides, so it never waits for memory
+        # pyarrow holds; else an anonymous mapping outside the budget (as read_buffer's fallback).
+        use_budget = self.client.memory()["available"] >= length + PREFETCH_LIMIT
+        prefetch.future = asyncio.run_coroutine_threadsafe(
+            _fetch(self.client, self.bucket, self.key, start, length, self.gate, prefetch, use_budget),
+            self.loop)
+        self.pending.append(prefetch)
 
     def close(self) -> None:
         for p in self.pending:
@@ -240,7 +252,16 @@ class ColumnPrefetch:
         self.pending.clear()
 
 
-async def _read_into(client: Any, bucket: str, key: str, start: int, buffer: mmap.mmap) -> int:
-    """`len(buffer)` bytes at `start` into `buffer`, on the event loop (where brisk's coroutines
-    are made)."""
-    return await client.get_into_async(bucket, key, buffer, offset=start, length=len(buffer))
+async def _fetch(client: Any, bucket: str, key: str, start: int, length: int, gate: asyncio.Semaphore,
+                 prefetch: _Prefetch, use_budget: bool) -> None:
+    """`length` bytes at `start` into `prefetch.buffer`, on the event loop (where brisk's coroutines
+    are made), at most `IN_FLIGHT` of a file's at a time."""
+    async with gate:
+        if use_budget:
+            prefetch.buffer = await client.get_range_async(bucket, key, start, length)
+            return
+        buffer = mmap.mmap(-1, length)
+        got = await client.get_into_async(bucket, key, buffer, offset=start, length=length)
+        if got != length:
+            raise EOFError(f"{key}: {got} bytes at {start}, expected {length}")
+        prefetch.buffer = buffer

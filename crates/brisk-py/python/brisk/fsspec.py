@@ -155,6 +155,7 @@ class BriskFileSystem(AsyncFileSystem):
         region: str | None = None,
         max_memory: int | str | None = None,
         block_size: int = DEFAULT_BLOCK_SIZE,
+        column_prefetch: bool = True,
         azure: bool = False,
         version_aware: bool = False,
         client_kwargs: dict[str, Any] | None = None,
@@ -198,8 +199,10 @@ class BriskFileSystem(AsyncFileSystem):
                 **client_kwargs,
             )
         self.block_size = block_size
-        # Parquet layouts of objects read lately (see brisk._column_prefetch).
+        # Parquet layouts of objects read lately (see brisk._column_prefetch); off with
+        # column_prefetch=False.
         self._footers = FooterCache()
+        self.column_prefetch = column_prefetch
 
     _azure_protocol = False
 
@@ -860,7 +863,8 @@ class BriskFile(AbstractBufferedFile):
     def _note_tail(self, start: int, data) -> None:
         """A read that ends at the end of the file may hold a parquet footer: its column-chunk
         layout then steers prefetching (see brisk._column_prefetch)."""
-        if start + len(data) != self.size or getattr(self, "_prefetch", None) is not None:
+        if (start + len(data) != self.size or getattr(self, "_prefetch", None) is not None
+                or not self.fs.column_prefetch):
             return
         groups = footer_chunks(data)
         if groups:
