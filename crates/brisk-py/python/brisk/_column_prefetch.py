@@ -8,9 +8,9 @@ each a GET that waits for the one before. pyarrow's own C++ S3 client sends them
 This module lets the file see the ranges coming. When the file's tail holds a parquet footer
 (read by pyarrow first, whatever it reads next), it is parsed with pyarrow itself (already
 imported: nothing happens unless `pyarrow.parquet` is) into the byte range of every column chunk
-of every row group. A large read that covers some columns' chunks of one row group (less than half its bytes: a
-scan of every column is left to pyarrow's own large reads) is then taken as the pattern of the
-reads to come: the same columns of the row groups after it, which
+of every row group. A large read that covers some columns' chunks of one row group (less than half its bytes, and
+nothing of another: a scan of every column is left to pyarrow's own large reads), once it has
+been read so in two row groups, is then taken as the pattern of the reads to come: the same columns of the row groups after it, which
 `read_table(columns=...)` and the dataset scanner read, in order, unless a filter prunes row
 groups. Those
 ranges are started at once, `IN_FLIGHT` at a time, each into a Buffer of the client's budget when
@@ -119,6 +119,8 @@ class ColumnPrefetch:
         self.pending: list[_Prefetch] = []
         # The (row group, columns) whose ranges were started or read already.
         self.seen: set[tuple[int, frozenset[int]]] = set()
+        # For each set of columns read alone within a row group, the row groups it was read in.
+        self.read_in: dict[frozenset[int], set[int]] = {}
         # The byte ranges requested so far, by reads and prefetches (sorted, disjoint).
         self.claimed: list[tuple[int, int]] = []
         # Prefetches in flight at once (each holds a connection while it runs).
@@ -181,18 +183,28 @@ class ColumnPrefetch:
         group to the next, so patterns overlap)."""
         end = start + length
         self._claim(start, end)
-        for r, chunks in enumerate(self.groups):
-            columns = frozenset(c for c, (s, e) in chunks.items() if start <= s and e <= end and e > s)
-            if columns:
-                break
-        else:
+        touched = [(r, frozenset(c for c, (s, e) in chunks.items() if start < e and s < end))
+                   for r, chunks in enumerate(self.groups)]
+        touched = [(r, columns) for r, columns in touched if columns]
+        # A read over two row groups, or over half of one or more, is a scan of (nearly) every
+        # column: pyarrow's own reads are then large and few, and prefetching would only add
+        # copies (its merged ranges do not fall on row groups).
+        if len(touched) != 1:
             return
-        # A read of half a row group or more is a scan of (nearly) every column: pyarrow's own
-        # reads are then large and few, and prefetching would only add copies.
+        r, columns = touched[0]
+        chunks = self.groups[r]
+        if not all(start <= chunks[c][0] and chunks[c][1] <= end for c in columns):
+            return
         group_bytes = sum(e - s for s, e in chunks.values())
         if 2 * sum(chunks[c][1] - chunks[c][0] for c in columns) >= group_bytes:
             return
         self.seen.add((r, columns))
+        # The pattern is trusted once pyarrow has read it in two row groups: a scan's merged
+        # ranges fall differently in each row group, a column selection's chunks do not.
+        read_in = self.read_in.setdefault(columns, set())
+        read_in.add(r)
+        if len(read_in) < 2:
+            return
         for other in range(r + 1, len(self.groups)):
             chunks = self.groups[other]
             if (other, columns) in self.seen or not all(c in chunks for c in columns):
