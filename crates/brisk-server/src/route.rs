@@ -151,7 +151,8 @@ pub fn route(
     }
     let path = percent_decode_str(raw_path).decode_utf8().map_err(|_| {
         // S3's words for a path that does not decode ("Couldn't parse the specified URI.").
-        S3Error::invalid_request(
+        S3Error::new(
+            S3ErrorCode::InvalidURI,
             "Couldn't parse the specified URI: the percent-decoded path is not UTF-8",
         )
     })?;
@@ -328,7 +329,7 @@ mod tests {
         assert_eq!(r.key, "\u{ae}\u{8a}-");
         // The same bytes unencoded as UTF-8 (what the test sent under Python 2): S3's words.
         let err = route("GET", "/b/%AE%8A-", None, "localhost", false).unwrap_err();
-        assert_eq!((err.status, err.code), (400, S3ErrorCode::InvalidRequest));
+        assert_eq!((err.status, err.code), (400, S3ErrorCode::InvalidURI));
         assert!(
             err.message.starts_with("Couldn't parse the specified URI"),
             "{}",

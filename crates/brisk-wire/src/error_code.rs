@@ -111,6 +111,9 @@ s3_error_codes! {
     InvalidRequest = 400,
     /// The security token is invalid.
     InvalidToken = 400,
+    /// The request's path does not decode (percent-decoded, it is not UTF-8): "Couldn't parse the
+    /// specified URI."
+    InvalidURI = 400,
     /// The key is longer than 1,024 bytes.
     KeyTooLongError = 400,
     /// The XML body is not well formed or not the expected document.
