@@ -49,16 +49,14 @@
 //! chooses once the object's length is known ([`Client::get_into_chosen`]), such as the next
 //! region of one large buffer.
 
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use brisk_mem::{BudgetError, ExactBuf};
-use tokio::runtime::Handle;
-use tokio::task::JoinSet;
 
+use crate::bounded::BoundedTasks;
 use crate::client::Client;
 use crate::error::{Error, Result};
 
@@ -77,21 +75,15 @@ type ReadFn<T> = Arc<
 /// [`next`](Self::next) as they complete. Dropping it aborts the reads in flight.
 pub struct ObjectReads<T = ExactBuf> {
     client: Client,
-    runtime: Handle,
     read: ReadFn<T>,
-    /// Reads in flight and reads finished but not yet taken.
-    tasks: JoinSet<ObjectRead<T>>,
-    /// Keys submitted beyond the queue depth (names only, no buffer).
-    queued: VecDeque<(u64, Arc<str>, Arc<str>)>,
-    queue_depth: usize,
+    /// Reads in flight, finished but not yet taken, and queued (names only, no buffer).
+    tasks: BoundedTasks<Result<T>>,
 }
 
 impl<T> std::fmt::Debug for ObjectReads<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectReads")
-            .field("in_flight_or_done", &self.tasks.len())
-            .field("queued", &self.queued.len())
-            .field("queue_depth", &self.queue_depth)
+            .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
 }
@@ -119,21 +111,10 @@ impl Client {
         F: Fn(Client, Arc<str>, Arc<str>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T>> + Send + 'static,
     {
-        if queue_depth == 0 {
-            return Err(Error::InvalidArgument {
-                what: "get_many needs a queue depth of at least 1".into(),
-            });
-        }
-        let runtime = Handle::try_current().map_err(|_| Error::InvalidArgument {
-            what: "get_many runs on a tokio runtime; none is running here".into(),
-        })?;
         Ok(ObjectReads {
             client: self.clone(),
-            runtime,
             read: Arc::new(move |client, bucket, key| Box::pin(read(client, bucket, key))),
-            tasks: JoinSet::new(),
-            queued: VecDeque::new(),
-            queue_depth,
+            tasks: BoundedTasks::new(queue_depth, "get_many")?,
         })
     }
 
@@ -196,59 +177,37 @@ impl<T: Send + 'static> ObjectReads<T> {
     /// Queues a read of `bucket`/`key`, named `id` in its result. Never waits: keys past the queue
     /// depth wait (as names) until a slot frees.
     pub fn submit(&mut self, id: u64, bucket: impl Into<Arc<str>>, key: impl Into<Arc<str>>) {
-        self.queued.push_back((id, bucket.into(), key.into()));
-        self.start_queued();
+        // Not polled until a slot frees: until then the future holds the names alone.
+        let read = (self.read)(self.client.clone(), bucket.into(), key.into());
+        self.tasks.submit(id, read);
     }
 
     /// Whether a key submitted now would start at once (fewer than `queue_depth` objects in
     /// flight or waiting to be taken, none queued).
     pub fn has_room(&self) -> bool {
-        self.queued.is_empty() && self.tasks.len() < self.queue_depth
+        self.tasks.has_room()
     }
 
     /// Keys submitted whose results have not been taken yet.
     pub fn outstanding(&self) -> usize {
-        self.queued.len() + self.tasks.len()
+        self.tasks.outstanding()
     }
 
     /// The queue depth.
     pub fn queue_depth(&self) -> usize {
-        self.queue_depth
+        self.tasks.queue_depth()
     }
 
     /// Aborts the reads in flight, drops those finished and not taken, and forgets the keys
     /// queued: nothing is outstanding afterwards.
     pub fn cancel(&mut self) {
-        self.queued.clear();
-        self.tasks.abort_all();
-        self.tasks.detach_all();
-    }
-
-    fn start_queued(&mut self) {
-        while self.tasks.len() < self.queue_depth {
-            let Some((id, bucket, key)) = self.queued.pop_front() else {
-                return;
-            };
-            let read = (self.read)(self.client.clone(), bucket, key);
-            self.tasks
-                .spawn_on(async move { (id, read.await) }, &self.runtime);
-        }
+        self.tasks.cancel();
     }
 
     /// The next finished read, in the order they finish; `None` when none is outstanding. Taking a
     /// result frees its slot. Cancel-safe: dropping the future loses no result.
     pub async fn next(&mut self) -> Option<ObjectRead<T>> {
-        loop {
-            let joined = self.tasks.join_next().await?;
-            self.start_queued();
-            match joined {
-                Ok(read) => return Some(read),
-                // A panic in a read is a bug; it has no id to report it under, so it is raised here.
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                // Cancelled: only when the runtime shuts down, and nobody waits for it then.
-                Err(_) => continue,
-            }
-        }
+        self.tasks.next().await
     }
 }
 

@@ -39,6 +39,7 @@
 
 mod azure;
 pub mod batch;
+mod bounded;
 pub mod buckets;
 pub mod client;
 pub mod config;

@@ -35,15 +35,13 @@
 //!   the budget); a file is read as [`Client::upload`] reads it, into pooled blocks on the
 //!   budget, waiting while the budget is full.
 
-use std::collections::VecDeque;
+use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::runtime::Handle;
-use tokio::task::JoinSet;
-
+use crate::bounded::BoundedTasks;
 use crate::client::Client;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::transfer::{TransferOptions, UploadResult};
 
 /// Where one object's bytes come from.
@@ -60,29 +58,21 @@ pub enum PutSource<B> {
 /// for a single PUT), or why it was not stored.
 pub type ObjectWrite = (u64, Result<UploadResult>);
 
-/// A write submitted beyond the queue depth: its id, bucket, key and body, not started.
-type Queued<B> = (u64, Arc<str>, Arc<str>, PutSource<B>);
-
 /// Object writes in progress: [`submit`](Self::submit) objects, take results with
 /// [`next`](Self::next) as they complete. Dropping it aborts the writes in flight (a multipart
 /// upload aborted that way is aborted on the service too, as [`Client::upload`]'s is).
 pub struct ObjectWrites<B> {
     client: Client,
-    runtime: Handle,
     options: Arc<TransferOptions>,
-    /// Writes in flight and writes finished but not yet taken.
-    tasks: JoinSet<ObjectWrite>,
-    /// Objects submitted beyond the queue depth.
-    queued: VecDeque<Queued<B>>,
-    queue_depth: usize,
+    /// Writes in flight, finished but not yet taken, and queued (with their bodies).
+    tasks: BoundedTasks<Result<UploadResult>>,
+    body: PhantomData<fn(B)>,
 }
 
 impl<B> std::fmt::Debug for ObjectWrites<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectWrites")
-            .field("in_flight_or_done", &self.tasks.len())
-            .field("queued", &self.queued.len())
-            .field("queue_depth", &self.queue_depth)
+            .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
 }
@@ -97,22 +87,12 @@ impl Client {
         queue_depth: usize,
         options: TransferOptions,
     ) -> Result<ObjectWrites<B>> {
-        if queue_depth == 0 {
-            return Err(Error::InvalidArgument {
-                what: "put_many needs a queue depth of at least 1".into(),
-            });
-        }
         crate::transfer::check_upload_options(&options)?;
-        let runtime = Handle::try_current().map_err(|_| Error::InvalidArgument {
-            what: "put_many runs on a tokio runtime; none is running here".into(),
-        })?;
         Ok(ObjectWrites {
             client: self.clone(),
-            runtime,
             options: Arc::new(self.with_dialect_checksum(options)),
-            tasks: JoinSet::new(),
-            queued: VecDeque::new(),
-            queue_depth,
+            tasks: BoundedTasks::new(queue_depth, "put_many")?,
+            body: PhantomData,
         })
     }
 }
@@ -127,57 +107,34 @@ impl<B: AsRef<[u8]> + Send + 'static> ObjectWrites<B> {
         key: impl Into<Arc<str>>,
         body: PutSource<B>,
     ) {
-        self.queued.push_back((id, bucket.into(), key.into(), body));
-        self.start_queued();
+        let (client, options) = (self.client.clone(), Arc::clone(&self.options));
+        let (bucket, key): (Arc<str>, Arc<str>) = (bucket.into(), key.into());
+        self.tasks.submit(id, async move {
+            write(client, &bucket, &key, body, &options).await
+        });
     }
 
     /// Whether an object submitted now would start at once (fewer than `queue_depth` objects in
     /// flight or waiting to be taken, none queued).
     pub fn has_room(&self) -> bool {
-        self.queued.is_empty() && self.tasks.len() < self.queue_depth
+        self.tasks.has_room()
     }
 
     /// Objects submitted whose results have not been taken yet.
     pub fn outstanding(&self) -> usize {
-        self.queued.len() + self.tasks.len()
+        self.tasks.outstanding()
     }
 
     /// Aborts the writes in flight, drops those finished and not taken, and forgets the objects
     /// queued: nothing is outstanding afterwards.
     pub fn cancel(&mut self) {
-        self.queued.clear();
-        self.tasks.abort_all();
-        self.tasks.detach_all();
-    }
-
-    fn start_queued(&mut self) {
-        while self.tasks.len() < self.queue_depth {
-            let Some((id, bucket, key, body)) = self.queued.pop_front() else {
-                return;
-            };
-            let client = self.client.clone();
-            let options = Arc::clone(&self.options);
-            self.tasks.spawn_on(
-                async move { (id, write(client, &bucket, &key, body, &options).await) },
-                &self.runtime,
-            );
-        }
+        self.tasks.cancel();
     }
 
     /// The next finished write, in the order they finish; `None` when none is outstanding.
     /// Taking a result frees its slot. Cancel-safe: dropping the future loses no result.
     pub async fn next(&mut self) -> Option<ObjectWrite> {
-        loop {
-            let joined = self.tasks.join_next().await?;
-            self.start_queued();
-            match joined {
-                Ok(write) => return Some(write),
-                // A panic in a write is a bug; it has no id to report it under, so it is raised here.
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                // Cancelled: only when the runtime shuts down, and nobody waits for it then.
-                Err(_) => continue,
-            }
-        }
+        self.tasks.next().await
     }
 }
 
