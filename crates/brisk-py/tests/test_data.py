@@ -158,7 +158,10 @@ def test_empty_and_duplicate_key_lists_are_refused(server, client, bucket):
 def test_a_missing_key_names_itself_and_gives_the_batch_back(server, client, bucket):
     populate(client, bucket, 6)
     keys = [f"d/{i:05}" for i in range(6)] + ["d/missing"]
-    ds = ObjectDataset.from_objects(keys, bucket=bucket, **options(server, pool_retention=0, kept_buffers=0))
+    # A budget of its own: without max_memory the client shares the process's budget with every
+    # other client of the test run, whose Buffers would show in `reserved`.
+    ds = ObjectDataset.from_objects(keys, bucket=bucket, **options(server, max_memory="64MiB", pool_retention=0,
+                                                                   kept_buffers=0))
     with pytest.raises(brisk.NoSuchKey) as one:
         ds[6]
     assert f"s3://{bucket}/d/missing" in "".join(one.value.__notes__)
