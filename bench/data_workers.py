@@ -28,16 +28,15 @@ import hashlib
 import json
 import multiprocessing
 import os
-import platform
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 
-ACCESS, SECRET = "benchaccess", "benchsecret-benchsecret"
+import local_serve
+from local_serve import ACCESS, SECRET
+
 BUCKET = "dataworkers"
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -118,14 +117,6 @@ def run(kind, workers, endpoint, count, batch, context, server_pid, passes):
                       "load": os.getloadavg()[0]}), flush=True)
 
 
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--brisk", default="target/release/brisk")
@@ -137,70 +128,52 @@ def main():
     parser.add_argument("--context", default="fork", choices=["fork", "spawn", "forkserver"])
     parser.add_argument("--decode-passes", type=int, default=0)
     args = parser.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    endpoint = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as root:
-        server = subprocess.Popen(
-            [args.brisk, "serve", "--root", root, "--listen", f"127.0.0.1:{port}",
-             "--access-key", ACCESS, "--secret-key", SECRET, "--log-format", "off"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            import brisk
+    with local_serve.brisk_serve(args.brisk) as server:
+        endpoint = server.endpoint
+        import brisk
 
-            c = brisk.Client(**options(endpoint))
-            c.create_bucket(BUCKET)
-            body = os.urandom(args.size)
-            for i in range(args.count):
-                c.put(BUCKET, f"o/{i:05}", body)
-            del c
-            print(f"{args.count} objects of {args.size} B, batches of {args.batch}, {args.context}, "
-                  f"{args.decode_passes} SHA-256 passes per sample; "
-                  f"{cpu_model()}, {os.cpu_count()} CPUs; brisk {brisk.__version__} "
-                  f"from {os.path.dirname(brisk.__file__)}", flush=True)
-            runs = {(kind, w): [] for kind in args.kinds.split(",") for w in (1, 2)}
-            for repeat in range(args.repeats):
-                # Alternate the order: 1 then 2 workers, then 2 then 1.
-                order = list(runs) if repeat % 2 == 0 else [(k, w) for k, w in reversed(list(runs))]
-                for kind, workers in order:
-                    child = subprocess.run(
-                        [sys.executable, __file__, "run", kind, str(workers), endpoint, str(args.count),
-                         str(args.batch), args.context, str(server.pid), str(args.decode_passes)],
-                        stdout=subprocess.PIPE, text=True, check=False,
-                    )
-                    out = child.stdout
-                    print(out.strip(), f"(exit status {child.returncode})" if child.returncode else "",
-                          flush=True)
-                    runs[kind, workers].append(json.loads(out))
-            for kind in args.kinds.split(","):
-                medians, cores = {}, {}
-                for w in (1, 2):
-                    rs = runs[kind, w]
-                    medians[w] = statistics.median(r["objects_per_s"] for r in rs)
-                    per_object = statistics.median((r["worker_cpu"] + r["server_cpu"]) / args.count for r in rs)
-                    server_share = statistics.median(r["server_cpu"] / (r["worker_cpu"] + r["server_cpu"])
-                                                     for r in rs)
-                    cores[w] = statistics.median((r["worker_cpu"] + r["server_cpu"]) / r["wall"] for r in rs)
-                    print(f"{kind}, {w} worker{'s' if w > 1 else ''}: median {medians[w]:.0f} objects/s "
-                          f"({medians[w] * args.size / 2**20:.0f} MiB/s); {per_object * 1e6:.0f} CPU us "
-                          f"per object, workers and server, {server_share:.0%} of it the server's; "
-                          f"{cores[w]:.2f} cores busy; load average {statistics.median(r['load'] for r in rs):.2f}")
-                # What two workers could reach at most: the machine's cores over the cores one
-                # worker's run keeps busy (itself and the server).
-                bound = min(2.0, os.cpu_count() / cores[1])
-                print(f"{kind}: two workers / one = {medians[2] / medians[1]:.2f}x "
-                      f"(the CPU bound: {os.cpu_count()} cores / {cores[1]:.2f} = {bound:.2f}x)", flush=True)
-        finally:
-            server.terminate()
-            server.wait()
+        c = brisk.Client(**options(endpoint))
+        c.create_bucket(BUCKET)
+        body = os.urandom(args.size)
+        for i in range(args.count):
+            c.put(BUCKET, f"o/{i:05}", body)
+        del c
+        print(f"{args.count} objects of {args.size} B, batches of {args.batch}, {args.context}, "
+              f"{args.decode_passes} SHA-256 passes per sample; "
+              f"{local_serve.cpu_model()}, {os.cpu_count()} CPUs; brisk {brisk.__version__} "
+              f"from {os.path.dirname(brisk.__file__)}", flush=True)
+        runs = {(kind, w): [] for kind in args.kinds.split(",") for w in (1, 2)}
+        for repeat in range(args.repeats):
+            # Alternate the order: 1 then 2 workers, then 2 then 1.
+            order = list(runs) if repeat % 2 == 0 else [(k, w) for k, w in reversed(list(runs))]
+            for kind, workers in order:
+                child = subprocess.run(
+                    [sys.executable, __file__, "run", kind, str(workers), endpoint, str(args.count),
+                     str(args.batch), args.context, str(server.process.pid), str(args.decode_passes)],
+                    stdout=subprocess.PIPE, text=True, check=False,
+                )
+                out = child.stdout
+                print(out.strip(), f"(exit status {child.returncode})" if child.returncode else "",
+                      flush=True)
+                runs[kind, workers].append(json.loads(out))
+        for kind in args.kinds.split(","):
+            medians, cores = {}, {}
+            for w in (1, 2):
+                rs = runs[kind, w]
+                medians[w] = statistics.median(r["objects_per_s"] for r in rs)
+                per_object = statistics.median((r["worker_cpu"] + r["server_cpu"]) / args.count for r in rs)
+                server_share = statistics.median(r["server_cpu"] / (r["worker_cpu"] + r["server_cpu"])
+                                                 for r in rs)
+                cores[w] = statistics.median((r["worker_cpu"] + r["server_cpu"]) / r["wall"] for r in rs)
+                print(f"{kind}, {w} worker{'s' if w > 1 else ''}: median {medians[w]:.0f} objects/s "
+                      f"({medians[w] * args.size / 2**20:.0f} MiB/s); {per_object * 1e6:.0f} CPU us "
+                      f"per object, workers and server, {server_share:.0%} of it the server's; "
+                      f"{cores[w]:.2f} cores busy; load average {statistics.median(r['load'] for r in rs):.2f}")
+            # What two workers could reach at most: the machine's cores over the cores one
+            # worker's run keeps busy (itself and the server).
+            bound = min(2.0, os.cpu_count() / cores[1])
+            print(f"{kind}: two workers / one = {medians[2] / medians[1]:.2f}x "
+                  f"(the CPU bound: {os.cpu_count()} cores / {cores[1]:.2f} = {bound:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,15 +18,14 @@ import argparse
 import asyncio
 import json
 import os
-import platform
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-ACCESS, SECRET = "benchaccess", "benchsecret-benchsecret"
+import local_serve
+from local_serve import ACCESS, SECRET
+
 
 
 def client(endpoint):
@@ -85,14 +84,6 @@ def run(way, endpoint, bucket, count, size, depth):
                       "cpu_s_per_gib": cpu / (n / 2**30)}), flush=True)
 
 
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--brisk", default="target/release/brisk")
@@ -104,52 +95,34 @@ def main():
                         help="start the server with --no-fsync (writes not bound by the disk)")
     parser.add_argument("--ways", default="get_many,get_async_loop,put_many,put_async_loop")
     args = parser.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    endpoint = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as root:
-        server = subprocess.Popen(
-            [args.brisk, "serve", "--root", root, "--listen", f"127.0.0.1:{port}",
-             "--access-key", ACCESS, "--secret-key", SECRET, "--log-format", "off",
-             *(["--no-fsync"] if args.no_fsync else [])],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            c = client(endpoint)
-            c.create_bucket("many")
-            body = os.urandom(args.size)
-            for i in range(args.count):
-                c.put("many", f"o/{i:05}", body)
-            del c
-            print(f"{args.count} objects of {args.size} B, queue depth {args.depth}; "
-                  f"{cpu_model()}, {os.cpu_count()} CPUs", flush=True)
-            runs = {way: [] for way in args.ways.split(",")}
-            for _ in range(args.repeats):
-                for way in runs:
-                    child = subprocess.run(
-                        [sys.executable, __file__, "run", way, endpoint, "many", str(args.count),
-                         str(args.size), str(args.depth)],
-                        stdout=subprocess.PIPE, text=True,
-                    )
-                    out = child.stdout
-                    # The run's figures are printed before the interpreter exits; an exit status
-                    # other than 0 is shown, not hidden.
-                    print(out.strip(), f"(exit status {child.returncode})" if child.returncode else "",
-                          flush=True)
-                    runs[way].append(json.loads(out))
-            for way, rs in runs.items():
-                print(f"{way}: median {statistics.median(r['objects_per_s'] for r in rs):.0f} objects/s, "
-                      f"{statistics.median(r['cpu_s_per_gib'] for r in rs):.2f} CPU s/GiB")
-        finally:
-            server.terminate()
-            server.wait()
+    extra = ["--no-fsync"] if args.no_fsync else []
+    with local_serve.brisk_serve(args.brisk, *extra) as server:
+        endpoint = server.endpoint
+        c = client(endpoint)
+        c.create_bucket("many")
+        body = os.urandom(args.size)
+        for i in range(args.count):
+            c.put("many", f"o/{i:05}", body)
+        del c
+        print(f"{args.count} objects of {args.size} B, queue depth {args.depth}; "
+              f"{local_serve.cpu_model()}, {os.cpu_count()} CPUs", flush=True)
+        runs = {way: [] for way in args.ways.split(",")}
+        for _ in range(args.repeats):
+            for way in runs:
+                child = subprocess.run(
+                    [sys.executable, __file__, "run", way, endpoint, "many", str(args.count),
+                     str(args.size), str(args.depth)],
+                    stdout=subprocess.PIPE, text=True,
+                )
+                out = child.stdout
+                # The run's figures are printed before the interpreter exits; an exit status
+                # other than 0 is shown, not hidden.
+                print(out.strip(), f"(exit status {child.returncode})" if child.returncode else "",
+                      flush=True)
+                runs[way].append(json.loads(out))
+        for way, rs in runs.items():
+            print(f"{way}: median {statistics.median(r['objects_per_s'] for r in rs):.0f} objects/s, "
+                  f"{statistics.median(r['cpu_s_per_gib'] for r in rs):.2f} CPU s/GiB")
 
 
 if __name__ == "__main__":

@@ -22,15 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-ACCESS, SECRET = "benchaccess", "benchsecret-benchsecret"
+import local_serve
+from local_serve import ACCESS, SECRET
+
 BUCKET, KEY = "models", "model.safetensors"
 CAP = 256 << 20
 PART = 8 << 20
@@ -117,22 +116,6 @@ def write_model(endpoint: str) -> int:
     return st.save(c, BUCKET, KEY, tensors, dtypes=dtypes).size
 
 
-def cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
-def thp() -> str:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return f.read().strip()
-    except OSError:
-        return "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--brisk", default="target/release/brisk")
@@ -140,54 +123,33 @@ def main() -> None:
     parser.add_argument("--ways", default="load,get,iter_tensors,load_ranges")
     args = parser.parse_args()
     ways = args.ways.split(",")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    endpoint = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryFile() as server_log:
-        server = subprocess.Popen(
-            [args.brisk, "serve", "--root", root + "/data", "--listen", f"127.0.0.1:{port}",
-             "--access-key", ACCESS, "--secret-key", SECRET, "--log-format", "off"],
-            stdout=server_log, stderr=subprocess.STDOUT,
-        )
-        try:
-            for _ in range(100):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            size = write_model(endpoint)
-            print(f"{size} B ({size / 2**30:.3f} GiB) safetensors file; {cpu_model()}, {os.cpu_count()} CPUs, "
-                  f"THP {thp()}; load average {os.getloadavg()[0]:.2f}", flush=True)
-            runs: dict[str, list[dict]] = {w: [] for w in ways}
-            for r in range(args.repeats + 1):
-                for way in ways:
-                    child = subprocess.run([sys.executable, __file__, "run", way, endpoint],
-                                           stdout=subprocess.PIPE, text=True)
-                    out = child.stdout.strip()
-                    print("discarded" if r == 0 else "", out,
-                          f"(exit status {child.returncode})" if child.returncode else "", flush=True)
-                    if server.poll() is not None:
-                        server_log.seek(0)
-                        sys.exit(f"brisk serve exited with {server.returncode}:\n"
-                                 + server_log.read()[-4000:].decode(errors="replace"))
-                    if r > 0 and child.returncode == 0:
-                        runs[way].append(json.loads(out.splitlines()[-1]))
-            for way, rs in runs.items():
-                if not rs:
-                    continue
-                med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
-                line = (f"{way}: median {med('gib_s'):.2f} GiB/s, {med('cpu_s_per_gib'):.2f} CPU s/GiB, "
-                        f"peak RSS {med('rss_peak_x'):.3f}x the file ({med('rss_growth_x'):.3f}x grown, "
-                        f"{med('rss_growth_mib'):.0f} MiB)")
-                if way == "iter_tensors":
-                    line += f"; held at most {med('held_peak_mib'):.0f} MiB (cap {CAP >> 20} MiB + 2 parts = " \
-                            f"{(CAP + 2 * PART) >> 20} MiB)"
-                print(line, flush=True)
-        finally:
-            server.terminate()
-            server.wait()
+    with local_serve.brisk_serve(args.brisk) as server:
+        endpoint = server.endpoint
+        size = write_model(endpoint)
+        print(f"{size} B ({size / 2**30:.3f} GiB) safetensors file; {local_serve.cpu_model()}, {os.cpu_count()} CPUs, "
+              f"THP {local_serve.thp()}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        runs: dict[str, list[dict]] = {w: [] for w in ways}
+        for r in range(args.repeats + 1):
+            for way in ways:
+                child = subprocess.run([sys.executable, __file__, "run", way, endpoint],
+                                       stdout=subprocess.PIPE, text=True)
+                out = child.stdout.strip()
+                print("discarded" if r == 0 else "", out,
+                      f"(exit status {child.returncode})" if child.returncode else "", flush=True)
+                server.check_running()
+                if r > 0 and child.returncode == 0:
+                    runs[way].append(json.loads(out.splitlines()[-1]))
+        for way, rs in runs.items():
+            if not rs:
+                continue
+            med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+            line = (f"{way}: median {med('gib_s'):.2f} GiB/s, {med('cpu_s_per_gib'):.2f} CPU s/GiB, "
+                    f"peak RSS {med('rss_peak_x'):.3f}x the file ({med('rss_growth_x'):.3f}x grown, "
+                    f"{med('rss_growth_mib'):.0f} MiB)")
+            if way == "iter_tensors":
+                line += f"; held at most {med('held_peak_mib'):.0f} MiB (cap {CAP >> 20} MiB + 2 parts = " \
+                        f"{(CAP + 2 * PART) >> 20} MiB)"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":
