@@ -45,11 +45,29 @@ pub fn key_pair(bucket: Option<&str>, item: &Bound<'_, PyAny>) -> PyResult<KeyPa
     )))
 }
 
+/// The keys of a list-form `get_many`: each distinct key once, and for each key as given, the
+/// position of its distinct key. A key given twice is read once, and both places get the same
+/// result (the same Buffer, or the same exception).
+#[derive(Debug)]
+pub struct Keys {
+    unique: Vec<KeyPair>,
+    order: Vec<usize>,
+}
+
 /// Every key of `keys` (any iterable), checked before a request is sent.
-pub fn key_pairs(bucket: Option<&str>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<KeyPair>> {
-    keys.try_iter()?
-        .map(|item| key_pair(bucket, &item?))
-        .collect()
+pub fn key_pairs(bucket: Option<&str>, keys: &Bound<'_, PyAny>) -> PyResult<Keys> {
+    let mut unique = Vec::new();
+    let mut seen: HashMap<KeyPair, usize> = HashMap::new();
+    let mut order = Vec::new();
+    for item in keys.try_iter()? {
+        let pair = key_pair(bucket, &item?)?;
+        let position = *seen.entry(pair.clone()).or_insert_with(|| {
+            unique.push(pair);
+            unique.len() - 1
+        });
+        order.push(position);
+    }
+    Ok(Keys { unique, order })
 }
 
 pub fn check_depth(queue_depth: usize) -> PyResult<()> {
@@ -59,16 +77,24 @@ pub fn check_depth(queue_depth: usize) -> PyResult<()> {
     Ok(())
 }
 
-/// The outcome of each key, in the order of `keys`.
-pub type Outcomes = Vec<Option<brisk_client::Result<ExactBuf>>>;
+/// The outcome of each distinct key, and the order of the keys as given.
+#[derive(Debug)]
+pub struct Outcomes {
+    results: Vec<Option<brisk_client::Result<ExactBuf>>>,
+    order: Vec<usize>,
+}
 
 /// Reads every key, at most `queue_depth` at a time. Runs on the runtime (spawned).
 pub async fn read_all(
     client: brisk_client::Client,
-    keys: Vec<KeyPair>,
+    keys: Keys,
     queue_depth: usize,
 ) -> brisk_client::Result<Outcomes> {
-    let mut outcomes: Outcomes = (0..keys.len()).map(|_| None).collect();
+    let Keys {
+        unique: keys,
+        order,
+    } = keys;
+    let mut outcomes: Vec<_> = (0..keys.len()).map(|_| None).collect();
     // The list keeps every object: a read that could never fit beside them fails, not waits.
     let mut reads = client.object_reads(queue_depth)?.hold_all();
     for (i, (bucket, key)) in keys.into_iter().enumerate() {
@@ -77,7 +103,10 @@ pub async fn read_all(
     while let Some((index, result)) = reads.next().await {
         outcomes[index as usize] = Some(result);
     }
-    Ok(outcomes)
+    Ok(Outcomes {
+        results: outcomes,
+        order,
+    })
 }
 
 /// A region of `into=` given to one object: where it starts in the buffer, and the bytes.
@@ -93,15 +122,20 @@ impl AsMut<[u8]> for Placed {
     }
 }
 
-/// The outcome of each key read into `into=`: where its bytes start, and how many.
-pub type PlacedOutcomes = Vec<Option<brisk_client::Result<(usize, usize)>>>;
+/// The outcome of each distinct key read into `into=` (where its bytes start, and how many), and
+/// the order of the keys as given.
+#[derive(Debug)]
+pub struct PlacedOutcomes {
+    results: Vec<Option<brisk_client::Result<(usize, usize)>>>,
+    order: Vec<usize>,
+}
 
 /// Reads every key into `into`, objects back to back in the order their heads arrive, at most
 /// `queue_depth` at a time. An object larger than what is left of `into` is `BufferTooSmall`
 /// for that key, with nothing read. Runs on the runtime (spawned).
 pub async fn read_all_into(
     client: brisk_client::Client,
-    keys: Vec<KeyPair>,
+    keys: Keys,
     queue_depth: usize,
     into: LentSlice,
 ) -> brisk_client::Result<PlacedOutcomes> {
@@ -130,30 +164,49 @@ pub async fn read_all_into(
             Ok((placed.offset, length))
         }
     })?;
-    let mut outcomes: PlacedOutcomes = (0..keys.len()).map(|_| None).collect();
+    let Keys {
+        unique: keys,
+        order,
+    } = keys;
+    let mut outcomes: Vec<_> = (0..keys.len()).map(|_| None).collect();
     for (i, (bucket, key)) in keys.into_iter().enumerate() {
         reads.submit(i as u64, bucket, key);
     }
     while let Some((index, result)) = reads.next().await {
         outcomes[index as usize] = Some(result);
     }
-    Ok(outcomes)
+    Ok(PlacedOutcomes {
+        results: outcomes,
+        order,
+    })
 }
 
 /// The list `get_many(into=...)` returns: `(offset, length)` or an exception per key, in order.
 pub fn placed_list(py: Python<'_>, outcomes: PlacedOutcomes) -> PyResult<Py<PyAny>> {
-    let list = PyList::empty(py);
-    for (index, outcome) in outcomes.into_iter().enumerate() {
-        let item = match outcome {
+    let mut items = Vec::with_capacity(outcomes.results.len());
+    for (index, outcome) in outcomes.results.into_iter().enumerate() {
+        items.push(match outcome {
             Some(Ok(place)) => place.into_pyobject(py)?.into_any().unbind(),
             Some(Err(e)) => errors::to_py(py, e).into_value(py).into_any(),
-            None => errors::plain(py, "Error", format!("key {index} did not complete"))
-                .into_value(py)
-                .into_any(),
-        };
-        list.append(item)?;
+            None => not_completed(py, index),
+        });
+    }
+    in_order(py, &items, &outcomes.order)
+}
+
+/// The list of the keys as given, each the item of its distinct key.
+fn in_order(py: Python<'_>, items: &[Py<PyAny>], order: &[usize]) -> PyResult<Py<PyAny>> {
+    let list = PyList::empty(py);
+    for &position in order {
+        list.append(items[position].clone_ref(py))?;
     }
     Ok(list.into_any().unbind())
+}
+
+fn not_completed(py: Python<'_>, index: usize) -> Py<PyAny> {
+    errors::plain(py, "Error", format!("key {index} did not complete"))
+        .into_value(py)
+        .into_any()
 }
 
 /// A key's result: its Buffer, or its exception (not raised).
@@ -164,12 +217,13 @@ fn result_object(py: Python<'_>, result: brisk_client::Result<ExactBuf>) -> PyRe
     })
 }
 
-/// The list `get_many` returns: a Buffer or an exception per key, in order. An object the list
-/// had no room for says how to read more than the budget holds.
+/// The list `get_many` returns: a Buffer or an exception per key, in order (a key given twice, the
+/// same Buffer twice). An object the list had no room for says how to read more than the budget
+/// holds.
 pub fn outcome_list(py: Python<'_>, outcomes: Outcomes) -> PyResult<Py<PyAny>> {
-    let list = PyList::empty(py);
-    for (index, outcome) in outcomes.into_iter().enumerate() {
-        let item = match outcome {
+    let mut items = Vec::with_capacity(outcomes.results.len());
+    for (index, outcome) in outcomes.results.into_iter().enumerate() {
+        items.push(match outcome {
             Some(Err(e @ brisk_client::Error::Memory(_))) => errors::plain(
                 py,
                 "MemoryBudgetExceeded",
@@ -182,13 +236,10 @@ pub fn outcome_list(py: Python<'_>, outcomes: Outcomes) -> PyResult<Py<PyAny>> {
             .into_value(py)
             .into_any(),
             Some(result) => result_object(py, result)?,
-            None => errors::plain(py, "Error", format!("key {index} did not complete"))
-                .into_value(py)
-                .into_any(),
-        };
-        list.append(item)?;
+            None => not_completed(py, index),
+        });
     }
-    Ok(list.into_any().unbind())
+    in_order(py, &items, &outcomes.order)
 }
 
 /// What `iter_many` yields: the key's index, the key as given, its Buffer or exception.

@@ -282,6 +282,24 @@ def test_get_many_argument_errors(client, bucket):
     assert list(client.iter_many(bucket, [])) == []
 
 
+def test_get_many_reads_a_key_given_twice_once(server, client, bucket):
+    client.put(bucket, "a", b"first")
+    client.put(bucket, "b", b"second")
+    before = client.metrics()["requests"]
+    results = client.get_many(bucket, ["a", "b", "a", (bucket, "a"), "nope", "nope"])
+    assert client.metrics()["requests"] - before == 3  # a, b and nope, once each
+    assert [bytes(r) for r in results[:4]] == [b"first", b"second", b"first", b"first"]
+    assert results[0] is results[2] is results[3]
+    assert isinstance(results[4], brisk.NoSuchKey) and results[4] is results[5]
+    into = bytearray(64)
+    before = client.metrics()["requests"]
+    places = client.get_many(bucket, ["b", "a", "b"], into=into)
+    assert client.metrics()["requests"] - before == 2
+    assert places[0] == places[2] and places[0][1] == 6
+    assert sum(n for _, n in set(places)) == 11  # each object placed once
+    assert bytes(into[places[1][0]: places[1][0] + 5]) == b"first"
+
+
 def test_get_many_gives_an_object_larger_than_the_budget_its_error(server, bucket):
     client = server.client(max_memory="1MiB", kept_buffers=0)
     client.put(bucket, "big", payload(2 * MiB))

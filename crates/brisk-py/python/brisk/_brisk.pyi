@@ -419,7 +419,8 @@ class Client:
         an object larger than the whole budget, ...), returned, not raised. The list holds every
         object: an object that would take them past the budget's capacity is
         `MemoryBudgetExceeded` in its place (not a wait for memory only the list would free); for
-        more than the budget holds, use `iter_many`.
+        more than the budget holds, use `iter_many`. A key given twice is read once: both places
+        hold the same Buffer (or the same exception; with `into`, the same region).
 
         With `into` (a writable C-contiguous buffer), the objects are read straight from the
         socket into it, back to back in the order their responses arrive, and each item is the
@@ -436,7 +437,8 @@ class Client:
         """`get_many` as an iterator of `(index, key, Buffer or exception)` in the order reads
         complete. Keys are taken from `keys` (any iterable, a generator of millions of keys) only
         as slots free up: at most `queue_depth` objects are in flight or finished and not yet
-        yielded, whatever the length of `keys`."""
+        yielded, whatever the length of `keys`. Each key is read as given: one given twice is
+        read twice."""
     def put_many(
         self,
         bucket: str | None,
