@@ -253,13 +253,68 @@ pub struct ManyIterator {
     state: Mutex<Option<IterState>>,
 }
 
+/// The caller's keys of an `iter_many` or `iter_many_async`, taken only as reads have room.
 #[derive(Debug)]
-struct IterState {
-    reads: ObjectReads,
-    /// The caller's iterator of keys; `None` once it is exhausted.
+struct KeyFeed {
+    /// The caller's iterator of keys; `None` once it is exhausted (or the iterator closed).
     keys: Option<Py<PyIterator>>,
     bucket: Option<String>,
     next_index: u64,
+}
+
+impl KeyFeed {
+    /// The feed of `keys` (any iterable) and the reads it feeds, at most `queue_depth` at a time.
+    fn open(
+        client: &brisk_client::Client,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<(Self, ObjectReads)> {
+        check_depth(queue_depth)?;
+        let keys = keys.try_iter()?.unbind();
+        let runtime = runtime();
+        let _context = runtime.enter();
+        let reads = client
+            .object_reads(queue_depth)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let feed = Self {
+            keys: Some(keys),
+            bucket,
+            next_index: 0,
+        };
+        Ok((feed, reads))
+    }
+
+    /// Takes keys from the caller's iterator into `reads` while a slot is free, handing each key
+    /// as given, with its index, to `given`.
+    fn fill(
+        &mut self,
+        py: Python<'_>,
+        reads: &mut ObjectReads,
+        mut given: impl FnMut(u64, Py<PyAny>),
+    ) -> PyResult<()> {
+        while reads.has_room() {
+            let Some(keys) = &self.keys else {
+                return Ok(());
+            };
+            let Some(item) = keys.bind(py).clone().next() else {
+                self.keys = None;
+                return Ok(());
+            };
+            let item = item?;
+            let (bucket, key) = key_pair(self.bucket.as_deref(), &item)?;
+            reads.submit(self.next_index, bucket, key);
+            given(self.next_index, item.unbind());
+            self.next_index += 1;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct IterState {
+    reads: ObjectReads,
+    feed: KeyFeed,
     /// The keys as given, of reads not yet yielded (at most `queue_depth`).
     given: HashMap<u64, Py<PyAny>>,
 }
@@ -271,19 +326,11 @@ impl ManyIterator {
         keys: &Bound<'_, PyAny>,
         queue_depth: usize,
     ) -> PyResult<Self> {
-        check_depth(queue_depth)?;
-        let keys = keys.try_iter()?.unbind();
-        let runtime = runtime();
-        let _context = runtime.enter();
-        let reads = client
-            .object_reads(queue_depth)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let (feed, reads) = KeyFeed::open(client, bucket, keys, queue_depth)?;
         Ok(Self {
             state: Mutex::new(Some(IterState {
                 reads,
-                keys: Some(keys),
-                bucket,
-                next_index: 0,
+                feed,
                 given: HashMap::new(),
             })),
         })
@@ -291,23 +338,11 @@ impl ManyIterator {
 }
 
 impl IterState {
-    /// Takes keys from the caller's iterator while a slot is free.
     fn fill(&mut self, py: Python<'_>) -> PyResult<()> {
-        while self.reads.has_room() {
-            let Some(keys) = &self.keys else {
-                return Ok(());
-            };
-            let Some(item) = keys.bind(py).clone().next() else {
-                self.keys = None;
-                return Ok(());
-            };
-            let item = item?;
-            let (bucket, key) = key_pair(self.bucket.as_deref(), &item)?;
-            self.reads.submit(self.next_index, bucket, key);
-            self.given.insert(self.next_index, item.unbind());
-            self.next_index += 1;
-        }
-        Ok(())
+        let given = &mut self.given;
+        self.feed.fill(py, &mut self.reads, |index, key| {
+            given.insert(index, key);
+        })
     }
 }
 
@@ -365,10 +400,7 @@ pub struct AsyncManyIterator {
 
 #[derive(Debug)]
 struct Feed {
-    /// The caller's iterator of keys; `None` once it is exhausted (or the iterator closed).
-    keys: Option<Py<PyIterator>>,
-    bucket: Option<String>,
-    next_index: u64,
+    keys: KeyFeed,
     /// The keys as given, of reads not yet yielded.
     given: Arc<Mutex<HashMap<u64, Py<PyAny>>>>,
     closed: bool,
@@ -381,19 +413,11 @@ impl AsyncManyIterator {
         keys: &Bound<'_, PyAny>,
         queue_depth: usize,
     ) -> PyResult<Self> {
-        check_depth(queue_depth)?;
-        let keys = keys.try_iter()?.unbind();
-        let runtime = runtime();
-        let _context = runtime.enter();
-        let reads = client
-            .object_reads(queue_depth)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let (keys, reads) = KeyFeed::open(client, bucket, keys, queue_depth)?;
         Ok(Self {
             reads: Arc::new(tokio::sync::Mutex::new(reads)),
             feed: Mutex::new(Feed {
-                keys: Some(keys),
-                bucket,
-                next_index: 0,
+                keys,
                 given: Arc::new(Mutex::new(HashMap::new())),
                 closed: false,
             }),
@@ -422,24 +446,13 @@ impl AsyncManyIterator {
         if feed.closed {
             return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(()));
         }
-        while reads.has_room() {
-            let Some(keys) = &feed.keys else {
-                break;
-            };
-            let Some(item) = keys.bind(py).clone().next() else {
-                feed.keys = None;
-                break;
-            };
-            let item = item?;
-            let (bucket, key) = key_pair(feed.bucket.as_deref(), &item)?;
-            let index = feed.next_index;
-            reads.submit(index, bucket, key);
-            feed.given
+        let given = Arc::clone(&feed.given);
+        feed.keys.fill(py, &mut reads, |index, key| {
+            given
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(index, item.unbind());
-            feed.next_index += 1;
-        }
+                .insert(index, key);
+        })?;
         if reads.outstanding() == 0 {
             return Err(pyo3::exceptions::PyStopAsyncIteration::new_err(()));
         }
@@ -469,7 +482,7 @@ impl AsyncManyIterator {
     fn close(&self) {
         let mut feed = self.feed.lock().unwrap_or_else(|e| e.into_inner());
         feed.closed = true;
-        feed.keys = None;
+        feed.keys.keys = None;
         if let Ok(mut reads) = self.reads.try_lock() {
             reads.cancel();
         }
