@@ -328,16 +328,18 @@ def process_rss_kib(pid):
 class Server:
     """One server process on a fresh data directory, stopped and removed by close()."""
 
-    def __init__(self, kind, data, minio, tls=None):
+    def __init__(self, kind, data, minio, tls=None, binary=None, extra_args=()):
+        """`binary` is the brisk binary (default target/release/brisk); `extra_args` go after
+        `serve`'s own (`--no-fsync`, ...)."""
         self.kind, self.data = kind, data
         self.port = free_port()
         self.ca_bundle = tls[0] if tls else None
         self.endpoint = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         os.makedirs(data)
         if kind == "brisk":
-            cmd = [os.path.join(ROOT, "target/release/brisk"), "serve", "--root", data,
+            cmd = [binary or os.path.join(ROOT, "target/release/brisk"), "serve", "--root", data,
                    "--listen", f"127.0.0.1:{self.port}", "--access-key", ACCESS_KEY,
-                   "--secret-key", SECRET_KEY]
+                   "--secret-key", SECRET_KEY, *extra_args]
             if tls:
                 cmd += ["--tls-cert", tls[0], "--tls-key", tls[1]]
             env = dict(os.environ)

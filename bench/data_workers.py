@@ -38,19 +38,11 @@ import local_serve
 from local_serve import ACCESS, SECRET
 
 BUCKET = "dataworkers"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def options(endpoint: str) -> dict:
     return {"endpoint_url": endpoint, "access_key_id": ACCESS, "secret_access_key": SECRET,
             "region": "us-east-1", "max_memory": "256MiB"}
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process (its threads included) from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def checksum(passes: int, buf) -> int:
@@ -102,12 +94,12 @@ def run(kind, workers, endpoint, count, batch, context, server_pid, passes):
         p.start()
     for _ in procs:
         ready.get(timeout=120)
-    server0 = cpu_seconds(server_pid)
+    server0 = local_serve.process_cpu_seconds(server_pid)
     t0 = time.perf_counter()
     go.set()
     reports = [results.get(timeout=600) for _ in procs]
     wall = time.perf_counter() - t0
-    server_cpu = cpu_seconds(server_pid) - server0
+    server_cpu = local_serve.process_cpu_seconds(server_pid) - server0
     for p in procs:
         p.join()
     n = sum(r[0] for r in reports)
@@ -140,7 +132,7 @@ def main():
         del c
         print(f"{args.count} objects of {args.size} B, batches of {args.batch}, {args.context}, "
               f"{args.decode_passes} SHA-256 passes per sample; "
-              f"{local_serve.cpu_model()}, {os.cpu_count()} CPUs; brisk {brisk.__version__} "
+              f"{local_serve.host_line()}; brisk {brisk.__version__} "
               f"from {os.path.dirname(brisk.__file__)}", flush=True)
         runs = {(kind, w): [] for kind in args.kinds.split(",") for w in (1, 2)}
         for repeat in range(args.repeats):
@@ -149,7 +141,7 @@ def main():
             for kind, workers in order:
                 child = subprocess.run(
                     [sys.executable, __file__, "run", kind, str(workers), endpoint, str(args.count),
-                     str(args.batch), args.context, str(server.process.pid), str(args.decode_passes)],
+                     str(args.batch), args.context, str(server.proc.pid), str(args.decode_passes)],
                     stdout=subprocess.PIPE, text=True, check=False,
                 )
                 out = child.stdout

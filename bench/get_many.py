@@ -105,7 +105,7 @@ def main():
             c.put("many", f"o/{i:05}", body)
         del c
         print(f"{args.count} objects of {args.size} B, queue depth {args.depth}; "
-              f"{local_serve.cpu_model()}, {os.cpu_count()} CPUs", flush=True)
+              f"{local_serve.host_line()}", flush=True)
         runs = {way: [] for way in args.ways.split(",")}
         for _ in range(args.repeats):
             for way in runs:

@@ -1,98 +1,58 @@
 """What the small Python benchmarks share (`get_many.py`, `data_workers.py`,
-`safetensors_load.py`): one release `brisk serve` on 127.0.0.1 with a free port, on a temporary
-directory, stopped (and its data removed) when the benchmark ends, and the host described the same
-way in each one's report.
+`safetensors_load.py`): one release `brisk serve` on 127.0.0.1 with a free port, through
+bench/compare.py's `Server` (a fresh data directory, waited for, stopped and removed), the host
+line of bench/python_clients.py, and compare.py's credentials and /proc CPU reading.
 
     with local_serve.brisk_serve("target/release/brisk") as server:
         client = brisk.Client(server.endpoint, access_key_id=ACCESS, secret_access_key=SECRET, ...)
         ...
-        server.check_running()   # after each run: a server that died is reported with its log
+        local_serve.check_running(server)   # after each run: a server that died is reported
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
-import platform
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO
 
-ACCESS, SECRET = "benchaccess", "benchsecret-benchsecret"
-STARTUP_TIMEOUT = 30.0
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@dataclass
-class LocalServe:
-    endpoint: str
-    process: subprocess.Popen
-    log: IO[bytes]
-
-    def check_running(self) -> None:
-        """Exits the benchmark with the server's last log lines if the server is gone."""
-        if self.process.poll() is not None:
-            self.log.seek(0)
-            sys.exit(f"brisk serve exited with {self.process.returncode}:\n"
-                     + self.log.read()[-4000:].decode(errors="replace"))
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+compare = _load("compare")
+python_clients = _load("python_clients")
+
+ACCESS, SECRET = compare.ACCESS_KEY, compare.SECRET_KEY
+host_line = python_clients.host_line
+process_cpu_seconds = compare.process_cpu_seconds
 
 
 @contextlib.contextmanager
-def brisk_serve(binary: str, *extra_args: str) -> Iterator[LocalServe]:
-    """`binary serve` on a temporary directory and a free port of 127.0.0.1, with the benchmarks'
-    credentials and no access log (its output kept in a temporary file for `check_running`);
-    waits until it accepts connections, and stops it on the way out."""
-    port = free_port()
-    with tempfile.TemporaryDirectory() as root, tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            [binary, "serve", "--root", os.path.join(root, "data"), "--listen", f"127.0.0.1:{port}",
-             "--access-key", ACCESS, "--secret-key", SECRET, "--log-format", "off", *extra_args],
-            stdout=log, stderr=subprocess.STDOUT,
-        )
-        server = LocalServe(f"http://127.0.0.1:{port}", process, log)
+def brisk_serve(binary: str, *extra_args: str) -> Iterator[compare.Server]:
+    """`binary serve` on a temporary directory and a free port of 127.0.0.1 (`extra_args` after
+    its own), stopped and removed on the way out."""
+    with tempfile.TemporaryDirectory() as root:
+        server = compare.Server("brisk", os.path.join(root, "data"), None, binary=binary,
+                                extra_args=extra_args)
         try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT
-            while True:
-                server.check_running()
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        sys.exit(f"brisk serve did not accept connections on port {port} within "
-                                 f"{STARTUP_TIMEOUT:.0f} s")
-                    time.sleep(0.05)
             yield server
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            server.close()
 
 
-def cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
-def thp() -> str:
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
-            return f.read().strip()
-    except OSError:
-        return "unknown"
+def check_running(server: compare.Server) -> None:
+    """Exits the benchmark with the server's last log lines if the server is gone."""
+    if server.proc.poll() is not None:
+        server.log.flush()
+        with open(server.log.name, "rb") as log:
+            tail = log.read()[-4000:].decode(errors="replace")
+        sys.exit(f"brisk serve exited with {server.proc.returncode}:\n{tail}")

@@ -126,8 +126,8 @@ def main() -> None:
     with local_serve.brisk_serve(args.brisk) as server:
         endpoint = server.endpoint
         size = write_model(endpoint)
-        print(f"{size} B ({size / 2**30:.3f} GiB) safetensors file; {local_serve.cpu_model()}, {os.cpu_count()} CPUs, "
-              f"THP {local_serve.thp()}; load average {os.getloadavg()[0]:.2f}", flush=True)
+        print(f"{size} B ({size / 2**30:.3f} GiB) safetensors file; {local_serve.host_line()}; "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)
         runs: dict[str, list[dict]] = {w: [] for w in ways}
         for r in range(args.repeats + 1):
             for way in ways:
@@ -136,7 +136,7 @@ def main() -> None:
                 out = child.stdout.strip()
                 print("discarded" if r == 0 else "", out,
                       f"(exit status {child.returncode})" if child.returncode else "", flush=True)
-                server.check_running()
+                local_serve.check_running(server)
                 if r > 0 and child.returncode == 0:
                     runs[way].append(json.loads(out.splitlines()[-1]))
         for way, rs in runs.items():
