@@ -40,8 +40,19 @@ impl AzuriteProcess {
         Self::try_start(location).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// [`start`](Self::start) with the blobs kept in Azurite's memory (`--inMemoryPersistence`)
+    /// instead of on disk under `location`: for tests that store a GiB or more, so that they do not
+    /// also need that much free disk.
+    pub fn start_in_memory(location: &Path) -> Self {
+        Self::launch(location, true).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     /// [`start`](Self::start), or why Azurite did not start.
     pub fn try_start(location: &Path) -> Result<Self, String> {
+        Self::launch(location, false)
+    }
+
+    fn launch(location: &Path, in_memory: bool) -> Result<Self, String> {
         let binary = binary();
         if !binary.is_file() {
             return Err(format!(
@@ -54,12 +65,17 @@ impl AzuriteProcess {
         let log = location.with_extension("azurite.log");
         let log_file =
             std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        command
             .args(["--blobHost", "127.0.0.1", "--blobPort"])
             .arg(port.to_string())
             .arg("--location")
             .arg(location)
-            .args(["--skipApiVersionCheck", "--disableTelemetry", "--silent"])
+            .args(["--skipApiVersionCheck", "--disableTelemetry", "--silent"]);
+        if in_memory {
+            command.arg("--inMemoryPersistence");
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
