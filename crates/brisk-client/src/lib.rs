@@ -13,8 +13,9 @@
 //! - Files move in parts from pooled blocks with a bounded number of parts in flight
 //!   ([`Client::upload`], [`Client::download`], see [`transfer`]); an object of unknown length is
 //!   written piece by piece through an [`ObjectWriter`] ([`object_writer`]).
-//! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over a few
-//!   pipelined keep-alive connections, each straight into its destination ([`batch`]).
+//! - Random reads at high queue depth: [`Client::batch_reader`] reads many ranges over keep-alive
+//!   connections (by default one per request in flight up to 64, pipelined only past that), each
+//!   straight into its destination ([`batch`]).
 //! - Many whole objects: [`Client::get_many`] reads the objects an iterator of keys names, each
 //!   into an exact buffer, at a bounded queue depth, per-key errors as results ([`get_many`]);
 //!   [`Client::object_writes`] stores many, from bytes or files, the same way ([`put_many`]).

@@ -1,5 +1,6 @@
 //! Batch reads: many `(key, offset, length, destination)` ranges of one bucket, read at a target
-//! queue depth over few keep-alive connections, completed one by one as they finish.
+//! queue depth over keep-alive connections (by default one per request in flight up to 64,
+//! pipelined only past that), completed one by one as they finish.
 //!
 //! ```no_run
 //! # async fn demo(client: brisk_client::Client) -> Result<(), brisk_client::Error> {
