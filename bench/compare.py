@@ -76,8 +76,11 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ACCESS_KEY, SECRET_KEY, REGION = "comparebenchkey", "comparebenchsecret", "us-east-1"
+import benchlib
+from benchlib import (ACCESS_KEY, GIB, MIB, REGION, ROOT, SECRET_KEY, awscrt_client, boto3_client, free_port,
+                      obstore_store, parse_size, process_cpu_seconds, process_rss_kib, size_label, tsv_line,
+                      write_results)
+
 BUCKET = "compare"
 CLIENTS = ("brisk", "boto3", "awscrt", "obstore", "minio-py", "s5cmd")
 # Clients that can be named in --clients but are not run by default: brisk with transparent huge pages
@@ -87,7 +90,6 @@ HUGE_PAGES = {"brisk-4k": "off", "brisk-huge": "on"}
 EXTRA_CLIENTS = tuple(HUGE_PAGES) + ("brisk-unsigned",)
 BRISK_CLIENTS = ("brisk",) + EXTRA_CLIENTS
 CASES = ("baseline", "get", "download", "upload")
-MIB, GIB = 1 << 20, 1 << 30
 FULL_GET_SIZES = (256 * MIB, GIB)
 FULL_FILE_SIZE = 4 * GIB
 QUICK_GET_SIZES = (16 * MIB, 64 * MIB)
@@ -100,7 +102,6 @@ RANDOM_BLOCK = 64 * MIB
 RUN_TIMEOUT_FLOOR_S = 60
 RUN_TIMEOUT_RATE = 8 * MIB
 SERVER_START_TIMEOUT_S = 60
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 MINIO_CANDIDATES = (os.path.join(ROOT, ".tools/bin/minio"), "/work/main/.tools/bin/minio")
 
 LABELS = {
@@ -141,14 +142,6 @@ def client_env(endpoint, ca_bundle=None):
     return env
 
 
-def boto3_client(endpoint):
-    import boto3
-    from botocore.config import Config
-
-    # Path-style addressing is what a server on 127.0.0.1 needs; everything else is boto3's default.
-    return boto3.client("s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"}))
-
-
 def get_rounds(case):
     """How many times a get-case process reads its object (`--get-rounds`, passed in the
     environment); 1 for every other case."""
@@ -170,24 +163,10 @@ def drive_boto3(case, endpoint, bucket, key, size, path):
 
 
 def drive_awscrt(case, endpoint, bucket, key, size, path):
-    from awscrt import auth, http, io, s3
+    from awscrt import http, s3
 
     host = endpoint.split("://", 1)[1]
-    elg = io.EventLoopGroup()
-    bootstrap = io.ClientBootstrap(elg, io.DefaultHostResolver(elg))
-    credentials = auth.AwsCredentialsProvider.new_static(ACCESS_KEY, SECRET_KEY)
-    tls = {"tls_mode": s3.S3RequestTlsMode.DISABLED}
-    if endpoint.startswith("https://"):
-        options = io.TlsContextOptions()
-        options.override_default_trust_store_from_path(ca_filepath=os.environ["AWS_CA_BUNDLE"])
-        tls = {"tls_mode": s3.S3RequestTlsMode.ENABLED,
-               "tls_connection_options": io.ClientTlsContext(options).new_connection_options()}
-    client = s3.S3Client(
-        bootstrap=bootstrap,
-        region=REGION,
-        signing_config=s3.create_default_s3_signing_config(region=REGION, credential_provider=credentials),
-        **tls,
-    )
+    client = awscrt_client(endpoint)
     started = time.perf_counter()
     headers = [("host", host)]
     if case in ("get", "baseline"):
@@ -226,22 +205,9 @@ def drive_obstore(case, endpoint, bucket, key, size, path):
     import pathlib
 
     import obstore
-    from obstore.store import S3Store
 
-    options = {"allow_http": True, "timeout": f"{run_timeout(size)}s"}
-    if endpoint.startswith("https://"):
-        with open(os.environ["AWS_CA_BUNDLE"]) as f:
-            options["root_certificate"] = f.read()
-    store = S3Store(
-        bucket,
-        endpoint=endpoint,
-        region=REGION,
-        access_key_id=ACCESS_KEY,
-        secret_access_key=SECRET_KEY,
-        virtual_hosted_style_request=False,
-        # obstore's default request timeout is 30 s, which a slow 4 GiB stream may outlast.
-        client_options=options,
-    )
+    # obstore's default request timeout is 30 s, which a slow 4 GiB stream may outlast.
+    store = obstore_store(endpoint, bucket, timeout_s=run_timeout(size))
     started = time.perf_counter()
     if case in ("get", "baseline"):
         n = sum(len(obstore.get(store, key).bytes()) for _ in range(get_rounds(case)))
@@ -303,26 +269,6 @@ def drive(client, case, endpoint, bucket, key, size, path=None):
 
 def run_timeout(size):
     return RUN_TIMEOUT_FLOOR_S + size // RUN_TIMEOUT_RATE
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def process_cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def process_rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 class Server:
@@ -633,22 +579,14 @@ def run(args):
                             os.unlink(path)
                         if case == "upload":
                             s3.delete_object(Bucket=BUCKET, Key=key)
-                        partial.write(tsv_line(row))
+                        partial.write(tsv_line(row, TSV_FIELDS))
                         partial.flush()
                         print(progress_line(row), file=sys.stderr)
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
-    partial.close()
-    os.unlink(stem + ".partial.tsv")
-    write_tsv(stem + ".tsv", meta, rows)
-    with open(stem + ".json", "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    text = tables(meta, rows)
-    with open(stem + ".md", "w") as f:
-        f.write(text)
-    print(text)
+    write_results(stem, meta, rows, TSV_FIELDS, tables(meta, rows), partial)
     print(f"rows in {stem}.tsv, {stem}.json; tables in {stem}.md", file=sys.stderr)
 
 
@@ -685,44 +623,14 @@ TSV_FIELDS = ("server", "case", "client", "size", "repeat", "status", "seconds",
               "sys_s", "server_cpu_s", "minor_faults", "elapsed_outside_s")
 
 
-def tsv_line(row, fields=None):
-    """One row as a TSV line of `fields` (this script's TSV_FIELDS unless given)."""
-    return "\t".join(str(row.get(k, "")) for k in (fields or TSV_FIELDS)) + "\n"
-
-
-def write_tsv(path, meta, rows, fields=None):
-    """The raw rows: a `# {meta json}` line, a header of `fields`, one line per row."""
-    fields = fields or TSV_FIELDS
-    with open(path, "w") as f:
-        f.write(f"# {json.dumps(meta)}\n")
-        f.write("\t".join(fields) + "\n")
-        for row in rows:
-            f.write(tsv_line(row, fields))
-
-
 def read_tsv(path, ints=("size", "repeat", "max_rss_kib", "minor_faults"),
              floats=("seconds", "user_s", "sys_s", "server_cpu_s", "elapsed_outside_s")):
-    """What write_tsv wrote: (meta, rows), the `ints` and `floats` columns converted (None if empty)."""
-    with open(path) as f:
-        meta = json.loads(f.readline()[2:])
-        header = f.readline().rstrip("\n").split("\t")
-        rows = []
-        for line in f:
-            row = dict(zip(header, line.rstrip("\n").split("\t")))
-            for k in ints:
-                row[k] = int(row[k]) if row.get(k) else None
-            for k in floats:
-                row[k] = float(row[k]) if row.get(k) else None
-            rows.append(row)
-    return meta, rows
+    """What run wrote: (meta, rows), the `ints` and `floats` columns converted (None if empty)."""
+    return benchlib.read_tsv(path, ints, floats)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Tables: medians over the repeats.
-
-
-def size_label(size):
-    return f"{size // GIB} GiB" if size % GIB == 0 else f"{size // MIB} MiB"
 
 
 def tables(meta, rows):
@@ -816,13 +724,6 @@ def tables(meta, rows):
                 f"{med(runs, lambda r: r['server_cpu_s']) / gib:.2f}{' (' + note + ')' if note else ''} |")
         out.append("")
     return "\n".join(out)
-
-
-def parse_size(text):
-    for unit, factor in (("KiB", 1 << 10), ("MiB", MIB), ("GiB", GIB)):
-        if text.endswith(unit):
-            return int(float(text[: -len(unit)]) * factor)
-    return int(text)
 
 
 def main():

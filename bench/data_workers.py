@@ -34,8 +34,9 @@ import sys
 import time
 import zlib
 
+import benchlib
 import local_serve
-from local_serve import ACCESS, SECRET
+from benchlib import ACCESS_KEY as ACCESS, SECRET_KEY as SECRET
 
 BUCKET = "dataworkers"
 
@@ -94,12 +95,12 @@ def run(kind, workers, endpoint, count, batch, context, server_pid, passes):
         p.start()
     for _ in procs:
         ready.get(timeout=120)
-    server0 = local_serve.process_cpu_seconds(server_pid)
+    server0 = benchlib.process_cpu_seconds(server_pid)
     t0 = time.perf_counter()
     go.set()
     reports = [results.get(timeout=600) for _ in procs]
     wall = time.perf_counter() - t0
-    server_cpu = local_serve.process_cpu_seconds(server_pid) - server0
+    server_cpu = benchlib.process_cpu_seconds(server_pid) - server0
     for p in procs:
         p.join()
     n = sum(r[0] for r in reports)
@@ -132,7 +133,7 @@ def main():
         del c
         print(f"{args.count} objects of {args.size} B, batches of {args.batch}, {args.context}, "
               f"{args.decode_passes} SHA-256 passes per sample; "
-              f"{local_serve.host_line()}; brisk {brisk.__version__} "
+              f"{benchlib.host_line()}; brisk {brisk.__version__} "
               f"from {os.path.dirname(brisk.__file__)}", flush=True)
         runs = {(kind, w): [] for kind in args.kinds.split(",") for w in (1, 2)}
         for repeat in range(args.repeats):

@@ -23,8 +23,9 @@ import subprocess
 import sys
 import time
 
+import benchlib
 import local_serve
-from local_serve import ACCESS, SECRET
+from benchlib import ACCESS_KEY as ACCESS, SECRET_KEY as SECRET
 
 
 
@@ -105,7 +106,7 @@ def main():
             c.put("many", f"o/{i:05}", body)
         del c
         print(f"{args.count} objects of {args.size} B, queue depth {args.depth}; "
-              f"{local_serve.host_line()}", flush=True)
+              f"{benchlib.host_line()}", flush=True)
         runs = {way: [] for way in args.ways.split(",")}
         for _ in range(args.repeats):
             for way in runs:

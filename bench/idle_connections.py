@@ -13,7 +13,6 @@ builds; every figure is printed, then the medians per build.
 """
 
 import argparse
-import os
 import shutil
 import socket
 import statistics
@@ -22,16 +21,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare import free_port, parse_size  # noqa: E402  (the bench scripts' shared helpers)
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+from benchlib import free_port, parse_size, process_rss_kib
 
 
 def receive_response(sock):
@@ -82,7 +72,7 @@ def measure(name, binary, connections, size, settle):
         first.settimeout(60)
         assert request(first, "PUT", "/idle") == 200
         time.sleep(settle)
-        before = rss_kib(proc.pid)
+        before = process_rss_kib(proc.pid)
         body = bytes(range(256)) * (size // 256)
         for i in range(connections):
             sock = socket.create_connection(("127.0.0.1", port), timeout=60)
@@ -92,12 +82,12 @@ def measure(name, binary, connections, size, settle):
                 raise RuntimeError(f"{name}: PUT answered {status}")
             socks.append(sock)
         time.sleep(settle)
-        idle = rss_kib(proc.pid)
+        idle = process_rss_kib(proc.pid)
         for sock in socks:
             sock.close()
         socks.clear()
         time.sleep(settle)
-        closed = rss_kib(proc.pid)
+        closed = process_rss_kib(proc.pid)
         return before, idle, closed
     finally:
         for sock in socks:

@@ -1,10 +1,10 @@
 """What the small Python benchmarks share (`get_many.py`, `data_workers.py`,
-`safetensors_load.py`): one release `brisk serve` on 127.0.0.1 with a free port, through
-bench/compare.py's `Server` (a fresh data directory, waited for, stopped and removed), the host
-line of bench/python_clients.py, and compare.py's credentials and /proc CPU reading.
+`safetensors_load.py`) beyond bench/benchlib.py: one release `brisk serve` on 127.0.0.1 with a
+free port, through bench/compare.py's `Server` (a fresh data directory, waited for, stopped and
+removed), with benchlib's credentials.
 
     with local_serve.brisk_serve("target/release/brisk") as server:
-        client = brisk.Client(server.endpoint, access_key_id=ACCESS, secret_access_key=SECRET, ...)
+        client = brisk.Client(server.endpoint, access_key_id=ACCESS_KEY, secret_access_key=SECRET_KEY, ...)
         ...
         local_serve.check_running(server)   # after each run: a server that died is reported
 """
@@ -12,28 +12,12 @@ line of bench/python_clients.py, and compare.py's credentials and /proc CPU read
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import sys
 import tempfile
 from collections.abc import Iterator
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-compare = _load("compare")
-python_clients = _load("python_clients")
-
-ACCESS, SECRET = compare.ACCESS_KEY, compare.SECRET_KEY
-host_line = python_clients.host_line
-process_cpu_seconds = compare.process_cpu_seconds
+import compare
 
 
 @contextlib.contextmanager

@@ -60,33 +60,28 @@ the server, or by a machine that others were using, shows as such.
 Writes bench/results/ml-peers-DATE.{tsv,md}.
 """
 
+import argparse
+import datetime
+import json
 import os
+import random
+import shlex
+import shutil
+import statistics
+import subprocess
 import sys
+import threading
+import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+import benchlib
+import compare  # the server and the environment
+# bench/python_clients.py: the measured window, /usr/bin/time's parser and the range drivers shared
+# with it.
+import python_clients as pc
+from benchlib import GIB, KIB, MIB, brisk_client
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-
-# bench/python_clients.py (and through it bench/compare.py): the server, the environment, the
-# measured window, /usr/bin/time's parser, the TSV helpers and the range drivers shared with it.
-_spec = importlib.util.spec_from_file_location("python_clients", os.path.join(_HERE, "python_clients.py"))
-pc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pc)
-compare = pc.compare
-
-ROOT = compare.ROOT
+ROOT = benchlib.ROOT
 BUCKET = "mlpeers"
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 BLOCK = pc.BLOCK  # 256 KiB
 DEPTH = 64
 SEED = pc.SEED
@@ -143,20 +138,13 @@ def label(case, client):
 # Clients, set up outside the measured window.
 
 
-def brisk_client(endpoint):
-    import brisk
-
-    return brisk.Client(endpoint, addressing_style="path", access_key_id=compare.ACCESS_KEY,
-                        secret_access_key=compare.SECRET_KEY, region=compare.REGION)
-
-
 def mountpoint_client(endpoint):
     # Credentials from the environment (the CRT's default chain: AWS_ACCESS_KEY_ID and
     # AWS_SECRET_ACCESS_KEY, set by compare.client_env); path-style for 127.0.0.1; every other
     # setting s3torchconnector's default (10 Gbps target, 8 MiB parts).
     from s3torchconnectorclient._mountpoint_s3_client import MountpointS3Client
 
-    return MountpointS3Client(compare.REGION, endpoint=endpoint, force_path_style=True)
+    return MountpointS3Client(benchlib.REGION, endpoint=endpoint, force_path_style=True)
 
 
 def s3dlio_module():
@@ -164,16 +152,8 @@ def s3dlio_module():
     # says the same in code, before the first request.
     import s3dlio
 
-    s3dlio.configure_s3(endpoint_url=os.environ["AWS_ENDPOINT_URL"], region=compare.REGION)
+    s3dlio.configure_s3(endpoint_url=os.environ["AWS_ENDPOINT_URL"], region=benchlib.REGION)
     return s3dlio
-
-
-def boto3_threads_client(endpoint, depth):
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client("s3", endpoint_url=endpoint,
-                        config=Config(s3={"addressing_style": "path"}, max_pool_connections=depth))
 
 
 def in_threads(depth, items, work):
@@ -279,7 +259,7 @@ def many_reader(client, endpoint, bucket, keys, size, depth):
             return len(await r.bytes_async())
         return lambda: (n, in_tasks(depth, keys, one))
     if client == "boto3":
-        s3 = boto3_threads_client(endpoint, depth)
+        s3 = benchlib.boto3_client(endpoint, max_pool_connections=depth)
         return lambda: (n, in_threads(depth, keys, lambda k: len(s3.get_object(Bucket=bucket, Key=k)["Body"].read())))
     raise ValueError(client)
 
@@ -312,7 +292,7 @@ def whole_reader(client, endpoint, bucket, key, size):
         store = pc.obstore_store(endpoint, bucket, size)
         return lambda: obstore.get(store, key).bytes()
     if client == "boto3":
-        s3 = compare.boto3_client(endpoint)
+        s3 = benchlib.boto3_client(endpoint)
         return lambda: s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     raise ValueError(client)
 
@@ -415,7 +395,7 @@ def machine_busy_seconds():
     /proc/stat's first line."""
     with open("/proc/stat") as f:
         fields = [int(x) for x in f.readline().split()[1:]]
-    return (sum(fields[:8]) - fields[3] - fields[4]) / compare.CLK_TCK
+    return (sum(fields[:8]) - fields[3] - fields[4]) / benchlib.CLK_TCK
 
 
 def drive(client, case, endpoint, bucket, key, size, count, depth, seconds):
@@ -598,7 +578,7 @@ def run_server(kind, args, meta, rows, partial, minio):
                                   args.duration, expect)
                     row["repeat"] = rep + 1
                     rows.append(row)
-                    partial.write(compare.tsv_line(row, TSV_FIELDS))
+                    partial.write(benchlib.tsv_line(row, TSV_FIELDS))
                     partial.flush()
                     print(progress_line(row), file=sys.stderr)
     finally:
@@ -620,7 +600,7 @@ def run(args):
     importable, why = brisk_safetensors_importable(sys.executable)
     started_at = datetime.datetime.now(datetime.timezone.utc)
     meta = {"command": args.command_line, "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "host": pc.host_line(), "servers": list(servers), "repeats": repeats, "quick": args.quick,
+            "host": benchlib.host_line(), "servers": list(servers), "repeats": repeats, "quick": args.quick,
             "seconds": args.duration, "depth": DEPTH, "load_before": open("/proc/loadavg").read().split()[:3],
             "versions": versions(), "brisk_safetensors": importable,
             "brisk_safetensors_why": "" if importable else why}
@@ -635,11 +615,7 @@ def run(args):
             run_server(kind, args, meta, rows, partial, minio)
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
     os.unlink(stem + ".partial.tsv")
-    compare.write_tsv(stem + ".tsv", meta, rows, TSV_FIELDS)
-    text = tables(meta, rows)
-    with open(stem + ".md", "w") as f:
-        f.write(text)
-    print(text)
+    benchlib.write_results(stem, meta, rows, TSV_FIELDS, tables(meta, rows), with_json=False)
     print(f"rows in {stem}.tsv; tables in {stem}.md", file=sys.stderr)
 
 
@@ -685,7 +661,7 @@ def tables(meta, rows):
                 title = f"{server}: random {BLOCK // KIB} KiB ranges of a 1 GiB object, QD {DEPTH}, {meta['seconds']:g} s"
                 head = "| client | reads/s | MiB/s | client CPU s/GiB | client cores | server cores | peak RSS MiB |"
             elif case == "get":
-                title = f"{server}: a {compare.size_label(sample['size'])} object into memory"
+                title = f"{server}: a {benchlib.size_label(sample['size'])} object into memory"
                 head = "| client | GiB/s | client CPU s/GiB | RSS growth / object | client cores | server cores | peak RSS MiB |"
             else:
                 title = (f"{server}: safetensors load of a {sample['size'] / GIB:.2f} GiB file "
@@ -762,7 +738,7 @@ def main():
         drive(*sys.argv[2:])
         return
     if len(sys.argv) == 3 and sys.argv[1] == "table":
-        meta, rows = compare.read_tsv(sys.argv[2], ints=("size", "count", "depth", "repeat", "ops", "bytes",
+        meta, rows = benchlib.read_tsv(sys.argv[2], ints=("size", "count", "depth", "repeat", "ops", "bytes",
                                                          "growth_kib", "max_rss_kib"),
                                       floats=("seconds", "cpu_s", "process_cpu_s", "server_cpu_s", "machine_busy_s"))
         print(tables(meta, rows))

@@ -74,38 +74,31 @@ s3fs runs in .bench-venv-s3fs (its aiobotocore pins an older botocore than boto3
 `--s3fs-python`. Writes bench/results/parquet-brisk-DATE.{tsv,json,md}.
 """
 
+import argparse
+import collections
+import datetime
+import json
+import math
 import os
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
 import sys
+import threading
+import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import datetime  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-
+import benchlib
 # The server, environment and /usr/bin/time helpers of bench/compare.py, and the measured window,
 # host line and s3fs set-up of bench/python_clients.py (both stdlib-only at load time).
-_spec = importlib.util.spec_from_file_location("compare", os.path.join(_HERE, "compare.py"))
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
-_spec = importlib.util.spec_from_file_location("python_clients", os.path.join(_HERE, "python_clients.py"))
-python_clients = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(python_clients)
+import compare
+import python_clients
+from benchlib import GIB, MIB
 
-ROOT = compare.ROOT
+ROOT = benchlib.ROOT
 BUCKET = "parquet"
 KEY = "table.parquet"
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 ROW_GROUPS = 16
 COLUMNS = 32
 SUBSET = ("c00", "c08", "c16", "c24")
@@ -210,8 +203,8 @@ def filesystem(client, endpoint):
     if client == "obstore":
         from obstore.fsspec import FsspecStore
 
-        config = {"endpoint": endpoint, "region": compare.REGION, "access_key_id": compare.ACCESS_KEY,
-                  "secret_access_key": compare.SECRET_KEY, "virtual_hosted_style_request": False}
+        config = {"endpoint": endpoint, "region": benchlib.REGION, "access_key_id": benchlib.ACCESS_KEY,
+                  "secret_access_key": benchlib.SECRET_KEY, "virtual_hosted_style_request": False}
         return FsspecStore("s3", config=config, client_options={"allow_http": True, "timeout": "300s"})
     if client == "s3fs":
         return python_clients.s3fs_filesystem(endpoint)
@@ -219,8 +212,8 @@ def filesystem(client, endpoint):
         from pyarrow.fs import S3FileSystem
 
         host = endpoint.split("://", 1)[1]
-        return S3FileSystem(access_key=compare.ACCESS_KEY, secret_key=compare.SECRET_KEY,
-                            region=compare.REGION, endpoint_override=host, scheme="http")
+        return S3FileSystem(access_key=benchlib.ACCESS_KEY, secret_key=benchlib.SECRET_KEY,
+                            region=benchlib.REGION, endpoint_override=host, scheme="http")
     raise ValueError(client)
 
 
@@ -660,16 +653,13 @@ class Setup:
     """One server with the file on it (written once), torn down by close()."""
 
     def __init__(self, args):
-        self.size = compare.parse_size(args.size) if args.size else (QUICK_SIZE if args.quick else FULL_SIZE)
+        self.size = benchlib.parse_size(args.size) if args.size else (QUICK_SIZE if args.quick else FULL_SIZE)
         os.makedirs(args.scratch, exist_ok=True)
         self.work = os.path.join(args.scratch, f"parquet-{os.getpid()}")
         os.makedirs(self.work)
         self.server = compare.Server("brisk", os.path.join(self.work, "data"), None)
         try:
-            import brisk
-
-            c = brisk.Client(self.server.endpoint, addressing_style="path", access_key_id=compare.ACCESS_KEY,
-                             secret_access_key=compare.SECRET_KEY, region=compare.REGION)
+            c = benchlib.brisk_client(self.server.endpoint)
             c.create_bucket(BUCKET)
             started = time.monotonic()
             gen = subprocess.run([sys.executable, os.path.abspath(__file__), "generate", self.server.endpoint,
@@ -717,7 +707,7 @@ def run(args):
     pythons = {"s3fs": s3fs_python(args)}
     started_at = datetime.datetime.now(datetime.timezone.utc)
     meta = {"command": args.command_line, "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "host": python_clients.host_line(), "server": "brisk", "repeats": repeats,
+            "host": benchlib.host_line(), "server": "brisk", "repeats": repeats,
             "load_before": open("/proc/loadavg").read().split()[:3], "versions": versions(pythons["s3fs"]),
             "subset": list(SUBSET)}
     if os.environ.get("PARQUET_BRISK_MAX_MEMORY"):
@@ -749,7 +739,7 @@ def run(args):
                                           endpoint=proxy.endpoint if proxy else None)
                     row["repeat"] = rep + 1
                     rows.append(row)
-                    partial.write(compare.tsv_line(row, TSV_FIELDS))
+                    partial.write(benchlib.tsv_line(row, TSV_FIELDS))
                     partial.flush()
                     print(progress_line(row), file=sys.stderr)
     finally:
@@ -757,15 +747,7 @@ def run(args):
             proxy.close()
         setup.close()
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
-    partial.close()
-    os.unlink(stem + ".partial.tsv")
-    compare.write_tsv(stem + ".tsv", meta, rows, TSV_FIELDS)
-    with open(stem + ".json", "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    text = tables(meta, rows)
-    with open(stem + ".md", "w") as f:
-        f.write(text)
-    print(text)
+    benchlib.write_results(stem, meta, rows, TSV_FIELDS, tables(meta, rows), partial)
     print(f"rows in {stem}.tsv; tables in {stem}.md", file=sys.stderr)
 
 
@@ -929,7 +911,7 @@ def profile(args):
     perf = bool(shutil.which("perf")) and not args.py_spy
     py_spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
     setup = Setup(args)
-    report = [f"Host: {python_clients.host_line()}",
+    report = [f"Host: {benchlib.host_line()}",
               f"File: {setup.expect['file_bytes']:,} bytes, table {setup.expect['table_bytes']:,} bytes"]
 
     def one(client, case, offset, **kw):
@@ -998,7 +980,7 @@ def main():
         generate(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6])
         return
     if len(sys.argv) == 3 and sys.argv[1] == "table":
-        meta, rows = compare.read_tsv(sys.argv[2], ints=("size", "repeat", "growth_kib", "max_rss_kib",
+        meta, rows = benchlib.read_tsv(sys.argv[2], ints=("size", "repeat", "growth_kib", "max_rss_kib",
                                                          "table_bytes", "gets", "heads", "other_requests",
                                                          "bytes_out", "connections"),
                                       floats=("seconds", "cpu_s", "server_cpu_s"))

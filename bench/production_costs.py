@@ -20,31 +20,17 @@ fsync on, on a fresh directory under /work/scratch-compare. Prints one line per 
 
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import GIB, ROOT, free_port, process_cpu_seconds
+
 BRISK = os.path.join(ROOT, "target/release/brisk")
 KEY, SECRET = "costkey", "costsecretcostsecret"
-GIB = 1 << 30
 ROUNDS = 4
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 class Serve:
@@ -106,10 +92,10 @@ def download_cost(serve, binaries, environ, work, modes):
         order = modes if rnd % 2 else modes[::-1]
         for label in order:
             target = f"/dev/shm/brisk-cost-{os.getpid()}"
-            s0 = cpu(serve[label].proc.pid)
+            s0 = process_cpu_seconds(serve[label].proc.pid)
             wall, client, _ = timed([binaries[label], "--endpoint-url", serve[label].url, "cp",
                                      "s3://cost/object", target], environ[label])
-            server = cpu(serve[label].proc.pid) - s0
+            server = process_cpu_seconds(serve[label].proc.pid) - s0
             os.unlink(target)
             row = {"GiB/s": 1 / wall, "client CPU s/GiB": client, "server CPU s/GiB": server}
             rows.append((label, rnd, row))
@@ -183,12 +169,12 @@ def main():
             for rnd in range(1, ROUNDS + 1):
                 for label in (["fsync on", "--no-fsync"] if rnd % 2 else ["--no-fsync", "fsync on"]):
                     s = serve[label]
-                    s0 = cpu(s.proc.pid)
+                    s0 = process_cpu_seconds(s.proc.pid)
                     wall_small, _, _ = timed([BRISK, "--endpoint-url", s.url, "cp", "--recursive", small,
                                               f"s3://cost/small-{rnd}/"], env())
                     wall_big, _, _ = timed([BRISK, "--endpoint-url", s.url, "cp", big, f"s3://cost/big-{rnd}"], env())
                     row = {"small PUTs/s": 500 / wall_small, "256 MiB upload GiB/s": 0.25 / wall_big,
-                           "server CPU s": cpu(s.proc.pid) - s0}
+                           "server CPU s": process_cpu_seconds(s.proc.pid) - s0}
                     rows.append((label, rnd, row))
                     print(f"round {rnd} {label}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items()), flush=True)
             report(rows)
@@ -204,11 +190,11 @@ def main():
             for rnd in range(1, ROUNDS + 1):
                 for fmt in (["off", "plain"] if rnd % 2 else ["plain", "off"]):
                     s = Serve(os.path.join(work, "data"), "--log-format", fmt)
-                    s0 = cpu(s.proc.pid)
+                    s0 = process_cpu_seconds(s.proc.pid)
                     _, _, out = timed([example, "--endpoint-url", s.url, "--bucket", "cost", "--key", "object",
                                        "--block-size", "262144", "--queue-depth", "64", "--duration", "5s",
                                        "--json"], env())
-                    server = cpu(s.proc.pid) - s0
+                    server = process_cpu_seconds(s.proc.pid) - s0
                     s.close()
                     import json
                     r = json.loads(out.strip().splitlines()[-1])

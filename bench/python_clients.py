@@ -69,38 +69,30 @@ boto3 and obstore come from .bench-venv (bench/venv.sh pins them); s3fs runs in 
 Writes bench/results/python-SERVER-DATE.{tsv,json,md}.
 """
 
+import argparse
+import datetime
+import json
 import os
+import random
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
 import sys
+import threading
+import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import resource  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-
+import benchlib
 # The server, environment and /usr/bin/time helpers of bench/compare.py (no third-party imports at
 # load time, so that the s3fs venv can load it too).
-_spec = importlib.util.spec_from_file_location("compare", os.path.join(_HERE, "compare.py"))
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
-
+import compare
 # bench/latency-proxy's driver, for --rtt-ms (stdlib only at load time, as compare.py).
-_spec = importlib.util.spec_from_file_location("random_bench", os.path.join(_HERE, "random_reads.py"))
-random_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(random_bench)
+import random_reads as random_bench
+from benchlib import GIB, KIB, MIB, brisk_client, status_kib
 
-ROOT = compare.ROOT
+ROOT = benchlib.ROOT
 BUCKET = "python"
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 BLOCK = 256 * KIB
 SEED = 0x5EED
 CLIENTS = {
@@ -175,34 +167,17 @@ def batch_ranges(depth):
 # it measures wall time, CPU and memory and prints one JSON line.
 
 
-def status_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-def brisk_client(endpoint):
-    import brisk
-
-    return brisk.Client(endpoint, addressing_style="path")
-
-
 def obstore_store(endpoint, bucket, size):
-    from obstore.store import S3Store
-
-    return S3Store(bucket, endpoint=endpoint, region=compare.REGION, access_key_id=compare.ACCESS_KEY,
-                   secret_access_key=compare.SECRET_KEY, virtual_hosted_style_request=False,
-                   # obstore's default request timeout is 30 s.
-                   client_options={"allow_http": True, "timeout": f"{compare.run_timeout(size)}s"})
+    """benchlib's obstore store with a request timeout that moving `size` bytes does not outlast
+    (obstore's default is 30 s)."""
+    return benchlib.obstore_store(endpoint, bucket, timeout_s=compare.run_timeout(size))
 
 
 def s3fs_filesystem(endpoint):
     import s3fs
 
-    return s3fs.S3FileSystem(endpoint_url=endpoint, key=compare.ACCESS_KEY, secret=compare.SECRET_KEY,
-                             client_kwargs={"region_name": compare.REGION},
+    return s3fs.S3FileSystem(endpoint_url=endpoint, key=benchlib.ACCESS_KEY, secret=benchlib.SECRET_KEY,
+                             client_kwargs={"region_name": benchlib.REGION},
                              config_kwargs={"s3": {"addressing_style": "path"}})
 
 
@@ -241,7 +216,7 @@ def get_whole(client, endpoint, bucket, key, size):
         store = obstore_store(endpoint, bucket, size)
         return lambda: len(obstore.get(store, key).bytes())
     if client == "boto3":
-        s3 = compare.boto3_client(endpoint)
+        s3 = benchlib.boto3_client(endpoint)
         return lambda: len(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
     if client == "s3fs":
         fs = s3fs_filesystem(endpoint)
@@ -261,7 +236,7 @@ def upload_file(client, endpoint, bucket, key, size, path):
         store = obstore_store(endpoint, bucket, size)
         return lambda: (obstore.put(store, key, pathlib.Path(path)), size)[1]
     if client == "boto3":
-        s3 = compare.boto3_client(endpoint)
+        s3 = benchlib.boto3_client(endpoint)
         return lambda: (s3.upload_file(path, bucket, key), size)[1]
     if client == "s3fs":
         fs = s3fs_filesystem(endpoint)
@@ -377,7 +352,7 @@ def sequential_read(client, endpoint, bucket, key, size):
                 f.close()
         return run
     if client == "boto3":
-        s3 = compare.boto3_client(endpoint)
+        s3 = benchlib.boto3_client(endpoint)
         return lambda: drain(s3.get_object(Bucket=bucket, Key=key)["Body"])
     if client == "s3fs":
         fs = s3fs_filesystem(endpoint)
@@ -401,7 +376,7 @@ def upload_fileobj(client, endpoint, bucket, key, size, path):
         store = obstore_store(endpoint, bucket, size)
         return lambda: (obstore.put(store, key, f), size)[1]
     if client == "boto3":
-        s3 = compare.boto3_client(endpoint)
+        s3 = benchlib.boto3_client(endpoint)
         return lambda: (s3.upload_fileobj(f, bucket, key), size)[1]
     if client == "s3fs":
         fs = s3fs_filesystem(endpoint)
@@ -441,7 +416,7 @@ def download_fileobj(client, endpoint, bucket, key, size, path):
             return n
         return run
     if client == "boto3":
-        s3 = compare.boto3_client(endpoint)
+        s3 = benchlib.boto3_client(endpoint)
         def run():
             s3.download_fileobj(bucket, key, out)
             out.flush()  # its threads write parts out of order: the size is the file's, not tell()
@@ -537,12 +512,7 @@ def random_reads(client, endpoint, bucket, key, size, depth, seconds):
         return run
     if client in ("boto3", "s3fs-open"):
         if client == "boto3":
-            from botocore.config import Config
-
-            import boto3
-
-            s3 = boto3.client("s3", endpoint_url=endpoint,
-                              config=Config(s3={"addressing_style": "path"}, max_pool_connections=depth))
+            s3 = benchlib.boto3_client(endpoint, max_pool_connections=depth)
             s3.head_object(Bucket=bucket, Key=key)
 
             def reader():
@@ -647,19 +617,8 @@ TSV_FIELDS = ("server", "case", "client", "size", "depth", "repeat", "status", "
               "cpu_s", "growth_kib", "max_rss_kib", "server_cpu_s")
 
 
-def host_line():
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
-    return f"{model}, {os.cpu_count()} CPUs, THP {thp}, kernel {os.uname().release}"
-
-
 def run(args):
-    size = compare.parse_size(args.size) if args.size else (QUICK_SIZE if args.quick else FULL_SIZE)
+    size = benchlib.parse_size(args.size) if args.size else (QUICK_SIZE if args.quick else FULL_SIZE)
     depths = tuple(int(d) for d in args.depths.split(",")) if args.depths else (
         QUICK_DEPTHS if args.quick else FULL_DEPTHS)
     seconds = args.duration or (QUICK_DURATION if args.quick else FULL_DURATION)
@@ -679,7 +638,7 @@ def run(args):
     source = os.path.join(work, "source")
     started_at = datetime.datetime.now(datetime.timezone.utc)
     meta = {"command": args.command_line, "started": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "host": host_line(), "server": "brisk", "repeats": repeats, "size": size, "depths": list(depths),
+            "host": benchlib.host_line(), "server": "brisk", "repeats": repeats, "size": size, "depths": list(depths),
             "seconds": seconds, "load_before": open("/proc/loadavg").read().split()[:3],
             "versions": versions(pythons["s3fs"])}
     os.makedirs(args.out, exist_ok=True)
@@ -695,10 +654,7 @@ def run(args):
             # latency (random_reads.py's LatencyProxy; its CPU is charged to no one).
             proxy = random_bench.LatencyProxy(server.port, args.rtt_ms, 0, False)
             meta["rtt_ms"] = args.rtt_ms
-        import brisk
-
-        c = brisk.Client(server.endpoint, addressing_style="path", access_key_id=compare.ACCESS_KEY,
-                         secret_access_key=compare.SECRET_KEY, region=compare.REGION)
+        c = brisk_client(server.endpoint)
         c.create_bucket(BUCKET)
         compare.write_random_file(source, size)
         c.upload(source, BUCKET, "object")
@@ -725,7 +681,7 @@ def run(args):
                             c.delete(BUCKET, key)
                         if case == "download_fileobj" and os.path.exists(path):
                             os.unlink(path)
-                        partial.write(compare.tsv_line(row, TSV_FIELDS))
+                        partial.write(benchlib.tsv_line(row, TSV_FIELDS))
                         partial.flush()
                         print(progress_line(row), file=sys.stderr)
     finally:
@@ -734,15 +690,7 @@ def run(args):
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     meta["load_after"] = open("/proc/loadavg").read().split()[:3]
-    partial.close()
-    os.unlink(stem + ".partial.tsv")
-    compare.write_tsv(stem + ".tsv", meta, rows, TSV_FIELDS)
-    with open(stem + ".json", "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    text = tables(meta, rows)
-    with open(stem + ".md", "w") as f:
-        f.write(text)
-    print(text)
+    benchlib.write_results(stem, meta, rows, TSV_FIELDS, tables(meta, rows), partial)
     print(f"rows in {stem}.tsv; tables in {stem}.md", file=sys.stderr)
 
 
@@ -798,7 +746,7 @@ def tables(meta, rows):
         return f" ({len(failed[key])} run(s) failed: {failed[key][0][:120]})"
 
     size = meta["size"]
-    size_text = compare.size_label(size)
+    size_text = benchlib.size_label(size)
     out = [f"Command: `{meta['command']}`", "",
            f"Host: {meta['host']}. {meta['started']}, {meta['repeats']} rounds, the first a warm-up; medians "
            f"of the other {meta['repeats'] - warmup}. Load average before {' '.join(meta['load_before'])}, "
@@ -874,7 +822,7 @@ def main():
         drive(*sys.argv[2:])
         return
     if len(sys.argv) == 3 and sys.argv[1] == "table":
-        meta, rows = compare.read_tsv(sys.argv[2], ints=("size", "depth", "repeat", "ops", "bytes", "growth_kib",
+        meta, rows = benchlib.read_tsv(sys.argv[2], ints=("size", "depth", "repeat", "ops", "bytes", "growth_kib",
                                                          "max_rss_kib"),
                                       floats=("seconds", "cpu_s", "server_cpu_s"))
         print(tables(meta, rows))

@@ -18,20 +18,17 @@ import resource
 import sys
 import time
 
-AK, SK, REGION = "comparebenchkey", "comparebenchsecret", "us-east-1"
+from benchlib import ACCESS_KEY, REGION, SECRET_KEY
+from benchlib import brisk_client as _brisk_client
+from benchlib import obstore_store as _obstore_store
 
 
 def brisk_client(ep, **kwargs):
-    import brisk
-
-    return brisk.Client(ep, access_key_id=AK, secret_access_key=SK, region=REGION, max_memory="2GiB", **kwargs)
+    return _brisk_client(ep, max_memory="2GiB", **kwargs)
 
 
 def obstore_store(ep, bucket):
-    from obstore.store import S3Store
-
-    return S3Store(bucket, endpoint=ep, region=REGION, access_key_id=AK, secret_access_key=SK,
-                   virtual_hosted_style_request=False, client_options={"allow_http": True, "timeout": "600s"})
+    return _obstore_store(ep, bucket, timeout_s=600)
 
 
 def whole_reader(client, ep, bucket, key):
@@ -49,7 +46,7 @@ def whole_reader(client, ep, bucket, key):
     if client == "minio-py":
         from minio import Minio
 
-        m = Minio(ep.split("://")[1], access_key=AK, secret_key=SK, secure=False, region=REGION)
+        m = Minio(ep.split("://")[1], access_key=ACCESS_KEY, secret_key=SECRET_KEY, secure=False, region=REGION)
 
         def get():
             r = m.get_object(bucket, key)

@@ -62,38 +62,31 @@ What is measured, and from where:
 Writes bench/results/random-SERVER-DATE.{tsv,md} and prints the table and the command line.
 """
 
+import argparse
+import asyncio
+import datetime
+import json
 import os
+import random
+import shlex
+import shutil
+import statistics
+import subprocess
 import sys
+import threading
+import time
 
-# compare.py is loaded by its path (bench/ is not a package).
-_HERE = os.path.dirname(os.path.abspath(__file__))
+import benchlib
+import compare  # the server, environment and set-up helpers of bench/compare.py
+from benchlib import GIB, KIB, MIB, size_label
 
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import datetime  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-
-# The server, environment and set-up helpers of bench/compare.py.
-_spec = importlib.util.spec_from_file_location("compare", os.path.join(_HERE, "compare.py"))
-compare = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(compare)
-
-ROOT = compare.ROOT
+ROOT = benchlib.ROOT
 BUCKET = "random"
 KEY = "random-object"
 BRISK_CLIENTS = ("brisk", "brisk-wide", "brisk-before")  # the random_read example
 CLIENTS = (*BRISK_CLIENTS, "boto3", "awscrt", "obstore")
 # The example of an earlier build (`--before-example`), for client "brisk-before".
 BEFORE_EXAMPLE = [None]
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 DEFAULT_POINTS = ((256 * KIB, 1), (256 * KIB, 16), (256 * KIB, 64), (4 * KIB, 64), (MIB, 64))
 QUICK_POINTS = ((256 * KIB, 16), (4 * KIB, 16))
 FULL_OBJECT, QUICK_OBJECT = GIB, 64 * MIB
@@ -150,11 +143,7 @@ class Window:
 
 
 def drive_boto3(endpoint, bucket, key, block, depth, window):
-    import boto3
-    from botocore.config import Config
-
-    s3 = boto3.client("s3", endpoint_url=endpoint,
-                      config=Config(s3={"addressing_style": "path"}, max_pool_connections=depth))
+    s3 = benchlib.boto3_client(endpoint, max_pool_connections=depth)
     size = s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
     blocks = size // block
 
@@ -184,24 +173,12 @@ def drive_boto3(endpoint, bucket, key, block, depth, window):
 
 
 def drive_awscrt(endpoint, bucket, key, block, depth, window):
-    from awscrt import auth, http, io, s3
+    from awscrt import http, s3
 
     host = endpoint.split("://", 1)[1]
-    elg = io.EventLoopGroup()
-    bootstrap = io.ClientBootstrap(elg, io.DefaultHostResolver(elg))
-    credentials = auth.AwsCredentialsProvider.new_static(compare.ACCESS_KEY, compare.SECRET_KEY)
-    client = s3.S3Client(
-        bootstrap=bootstrap,
-        region=compare.REGION,
-        tls_mode=s3.S3RequestTlsMode.DISABLED,
-        signing_config=s3.create_default_s3_signing_config(region=compare.REGION,
-                                                           credential_provider=credentials),
-    )
-    import boto3  # the object's size only (not measured: before the window)
-    from botocore.config import Config
-
-    size = boto3.client("s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"})) \
-        .head_object(Bucket=bucket, Key=key)["ContentLength"]
+    client = benchlib.awscrt_client(endpoint)
+    # The object's size only (not measured: before the window).
+    size = benchlib.boto3_client(endpoint).head_object(Bucket=bucket, Key=key)["ContentLength"]
     blocks = size // block
     rng = random.Random(SEED)
     in_flight = [0]
@@ -253,11 +230,8 @@ def drive_awscrt(endpoint, bucket, key, block, depth, window):
 
 def drive_obstore(endpoint, bucket, key, block, depth, window):
     import obstore
-    from obstore.store import S3Store
 
-    store = S3Store(bucket, endpoint=endpoint, region=compare.REGION, access_key_id=compare.ACCESS_KEY,
-                    secret_access_key=compare.SECRET_KEY, virtual_hosted_style_request=False,
-                    client_options={"allow_http": True})
+    store = benchlib.obstore_store(endpoint, bucket)
 
     async def main():
         size = (await obstore.head_async(store, key))["size"]
@@ -354,7 +328,7 @@ def measure(server, client, block, depth, seconds, proxy=None):
                 # The client is the only child of `time`.
                 with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
                     pid = int(f.read().split()[0])
-                marks[line] = compare.process_cpu_seconds(pid)
+                marks[line] = benchlib.process_cpu_seconds(pid)
                 if line == "END":
                     row["threads"], row["sockets"] = proc_threads_sockets(pid)
             elif line:
@@ -415,7 +389,7 @@ class LatencyProxy:
         self.endpoint = f"http://{line[1]}"
 
     def cpu_seconds(self):
-        return compare.process_cpu_seconds(self.proc.pid)
+        return benchlib.process_cpu_seconds(self.proc.pid)
 
     def close(self):
         self.proc.terminate()
@@ -448,14 +422,14 @@ def parse_points(text):
     points = []
     for item in text.split(","):
         size, _, depth = item.partition(":")
-        points.append((compare.parse_size(size), int(depth)))
+        points.append((benchlib.parse_size(size), int(depth)))
     return tuple(points)
 
 
 def run(args):
     points = parse_points(args.points) if args.points else (QUICK_POINTS if args.quick else DEFAULT_POINTS)
     seconds = args.duration or (QUICK_DURATION if args.quick else FULL_DURATION)
-    object_size = compare.parse_size(args.object_size) if args.object_size else (
+    object_size = benchlib.parse_size(args.object_size) if args.object_size else (
         QUICK_OBJECT if args.quick else FULL_OBJECT)
     repeats = args.repeats or (1 if args.quick else 3)
     clients = args.clients.split(",")
@@ -517,7 +491,7 @@ def run(args):
                             row = measure(server, client, block, depth, seconds, proxy)
                             row["repeat"] = rep + 1
                             rows.append(row)
-                            partial.write(compare.tsv_line(row, TSV_FIELDS))
+                            partial.write(benchlib.tsv_line(row, TSV_FIELDS))
                             partial.flush()
                             print(progress_line(row), file=sys.stderr)
                 finally:
@@ -528,13 +502,7 @@ def run(args):
         server.close()
         shutil.rmtree(work, ignore_errors=True)
     meta["load_after_each_repeat"] = loads
-    partial.close()
-    os.unlink(stem + ".partial.tsv")
-    compare.write_tsv(stem + ".tsv", meta, rows, TSV_FIELDS)
-    text = table(meta, rows)
-    with open(stem + ".md", "w") as f:
-        f.write(text)
-    print(text)
+    benchlib.write_results(stem, meta, rows, TSV_FIELDS, table(meta, rows), partial, with_json=False)
     print(f"rows in {stem}.tsv; table in {stem}.md", file=sys.stderr)
 
 
@@ -554,15 +522,11 @@ def progress_line(row):
 
 
 def read_tsv(path):
-    return compare.read_tsv(
+    return benchlib.read_tsv(
         path,
         ints=("block", "depth", "repeat", "reads", "errors", "bytes", "max_rss_kib", "threads", "sockets"),
         floats=("seconds", "p50_ms", "p99_ms", "window_cpu_s", "process_cpu_s", "server_cpu_s", "rtt_ms",
                 "first_byte_ms", "proxy_cpu_s"))
-
-
-def size_label(size):
-    return f"{size // MIB} MiB" if size >= MIB else f"{size // KIB} KiB"
 
 
 def latency_table(meta, rows):

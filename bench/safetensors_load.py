@@ -27,8 +27,9 @@ import subprocess
 import sys
 import time
 
+import benchlib
 import local_serve
-from local_serve import ACCESS, SECRET
+from benchlib import ACCESS_KEY as ACCESS, SECRET_KEY as SECRET
 
 BUCKET, KEY = "models", "model.safetensors"
 CAP = 256 << 20
@@ -126,7 +127,7 @@ def main() -> None:
     with local_serve.brisk_serve(args.brisk) as server:
         endpoint = server.endpoint
         size = write_model(endpoint)
-        print(f"{size} B ({size / 2**30:.3f} GiB) safetensors file; {local_serve.host_line()}; "
+        print(f"{size} B ({size / 2**30:.3f} GiB) safetensors file; {benchlib.host_line()}; "
               f"load average {os.getloadavg()[0]:.2f}", flush=True)
         runs: dict[str, list[dict]] = {w: [] for w in ways}
         for r in range(args.repeats + 1):

@@ -25,38 +25,11 @@ import threading
 import time
 import urllib.request
 
+from benchlib import free_port, parse_size, process_cpu_seconds, process_rss_kib
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AK, SK = "peersbenchkey", "peersbenchsecret"
 TIMEOUT = 900
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def parse_size(text):
-    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-    for unit, factor in units.items():
-        if text.endswith(unit):
-            return int(float(text[: -len(unit)]) * factor)
-    return int(text)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 class RssSampler(threading.Thread):
@@ -67,7 +40,7 @@ class RssSampler(threading.Thread):
     def run(self):
         while not self.stop.is_set():
             try:
-                self.peak = max(self.peak, rss_bytes(self.pid))
+                self.peak = max(self.peak, process_rss_kib(self.pid) * 1024)
             except OSError:
                 return
             time.sleep(0.02)
@@ -107,7 +80,7 @@ class Server:
                 except OSError:
                     time.sleep(0.2)
         time.sleep(1.0)
-        self.idle_rss = rss_bytes(self.proc.pid)
+        self.idle_rss = process_rss_kib(self.proc.pid) * 1024
 
     def close(self):
         self.proc.terminate()
@@ -147,8 +120,8 @@ def client_command(client, op, path):
 
 def run_case(server, client, op, path, size):
     sampler = RssSampler(server.proc.pid)
-    base_rss = rss_bytes(server.proc.pid)
-    cpu0 = cpu_seconds(server.proc.pid)
+    base_rss = process_rss_kib(server.proc.pid) * 1024
+    cpu0 = process_cpu_seconds(server.proc.pid)
     sampler.start()
     t0 = time.monotonic()
     subprocess.run(client_command(client, op, path), env=client_env(server.endpoint), check=True,
@@ -156,7 +129,7 @@ def run_case(server, client, op, path, size):
     wall = time.monotonic() - t0
     sampler.stop.set()
     sampler.join()
-    cpu = cpu_seconds(server.proc.pid) - cpu0
+    cpu = process_cpu_seconds(server.proc.pid) - cpu0
     gib = size / (1 << 30)
     return {"gibps": gib / wall, "server_cpu_per_gib": cpu / gib,
             "rss_growth_mib": max(0, sampler.peak - base_rss) / (1 << 20)}

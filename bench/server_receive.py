@@ -31,8 +31,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import server_peers as peers  # noqa: E402  (server start-up, CPU reading, client command)
+import benchlib
+import server_peers as peers  # server start-up, client command
 
 ROOT = peers.ROOT
 
@@ -63,11 +63,11 @@ class Case:
 
     def upload(self, path, size):
         pid = self.server.proc.pid
-        scans0, cpu0, t0 = vmstat("pgscan_direct"), peers.cpu_seconds(pid), time.monotonic()
+        scans0, cpu0, t0 = vmstat("pgscan_direct"), benchlib.process_cpu_seconds(pid), time.monotonic()
         subprocess.run(peers.client_command("boto3", "put", path),
                        env=peers.client_env(self.server.endpoint), check=True, timeout=peers.TIMEOUT)
         wall = time.monotonic() - t0
-        cpu = peers.cpu_seconds(pid) - cpu0
+        cpu = benchlib.process_cpu_seconds(pid) - cpu0
         scans = vmstat("pgscan_direct") - scans0
         self.s3.delete_object(Bucket="peers", Key="object")
         gib = size / (1 << 30)
@@ -89,7 +89,7 @@ def main():
     ap.add_argument("--settle", type=float, default=3.0)
     ap.add_argument("--minio", default=os.environ.get("BRISK_MINIO", os.path.join(ROOT, ".tools/bin/minio")))
     args = ap.parse_args()
-    size = peers.parse_size(args.size)
+    size = benchlib.parse_size(args.size)
     builds = [b.split("=", 1) for b in (args.brisk or [f"brisk={ROOT}/target/release/brisk"])]
 
     work = tempfile.mkdtemp(prefix="receive-", dir="/dev/shm")

@@ -19,14 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 KEY, SECRET = "bench", "bench-secret-key"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def timed(argv, env):
