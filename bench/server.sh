@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures `brisk serve` (release build, its own process) from outside with the s3_load example:
+# Measures `brisk serve` (release build, its own process) from outside with s3_load (bench/s3-load):
 # server CPU from /proc/<pid>/stat, resident set from /proc/<pid>/status. Every run is bounded by its
 # byte or request count and by s3_load's own deadline; every object written is deleted and the data
 # root removed at the end. fsync is off in every run (throughput of the data path, not of the disk).
@@ -29,9 +29,9 @@ AK=benchkey
 SK=benchsecret
 
 cargo build --release --locked -q -p brisk-cli
-cargo build --release --locked -q -p brisk-server --example s3_load
+cargo build --release --locked -q -p s3-load
 BRISK=${BRISK_BIN:-target/release/brisk} # BRISK_BIN: another build, for before/after runs
-LOAD=target/release/examples/s3_load
+LOAD=target/release/s3_load
 
 PID=
 ENDPOINT=

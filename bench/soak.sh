@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak of `brisk serve` (release build, its own process): CLIENTS concurrent clients of mixed PUT, GET,
-# ranged GET, LIST and DELETE for DURATION seconds, run by the `soak` mode of the s3_load example. Every
+# ranged GET, LIST and DELETE for DURATION seconds, run by the `soak` mode of s3_load (bench/s3-load). Every
 # byte read back and every listing is checked; any failed request or wrong byte is an error. The
 # server's RSS, threads and descriptors are sampled every second from /proc/<pid>, its CPU time read
 # before and after. The server runs with its defaults (fsync on, MD5 ETags on) and the access log off.
@@ -26,10 +26,10 @@ export BRISK_ACCESS_KEY=soakkey
 export BRISK_SECRET_KEY=soaksecret
 
 cargo build --release --locked -q -p brisk-cli
-cargo build --release --locked -q -p brisk-server --example s3_load
+cargo build --release --locked -q -p s3-load
 TARGET=${CARGO_TARGET_DIR:-target}
 BRISK=${BRISK_BIN:-$TARGET/release/brisk}
-LOAD=$TARGET/release/examples/s3_load
+LOAD=$TARGET/release/s3_load
 
 mkdir -p "$(dirname "$ROOT")" "$(dirname "$OUT")"
 FSTYPE=$(findmnt -no FSTYPE -T "$(dirname "$ROOT")")

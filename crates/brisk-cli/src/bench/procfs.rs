@@ -3,7 +3,7 @@
 //!
 //! The one `/proc` reader of the workspace's measurements. `brisk bench` uses it (its probes and the
 //! random-read points); so do the programs that cannot depend on brisk-cli and include this file
-//! with `#[path]`: brisk-server's `s3_load` example (the server's CPU, RSS, threads and
+//! with `#[path]`: `bench/s3-load`'s `s3_load` (the server's CPU, RSS, threads and
 //! descriptors), brisk-client's `random_read` example and its batch tests (threads and sockets of
 //! their own process). It therefore uses nothing but `std`.
 

@@ -29,9 +29,9 @@
 //! every byte and every listing, then delete what they wrote. It samples the server every second and
 //! reports latency percentiles per operation, errors, and the server's RSS after the warm-up.
 
-// brisk bench's /proc reader (brisk-cli); this example reads another process with it.
+// brisk bench's /proc reader (brisk-cli); this program reads another process with it.
 #[allow(dead_code)]
-#[path = "../../brisk-cli/src/bench/procfs.rs"]
+#[path = "../../../crates/brisk-cli/src/bench/procfs.rs"]
 mod procfs;
 
 use std::io::IoSlice;
