@@ -18,15 +18,18 @@
 //! event loop goes on meanwhile. The file object must not be used elsewhere until the call is
 //! done.
 
-use brisk_client::{ObjectWriter, TransferProgress};
+use brisk_client::{ObjectWriter, TransferOptions, TransferProgress};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::aio::{in_python, py_error};
+use crate::aio::{self, in_python, py_error};
+use crate::args::{Headers, Metadata};
 use crate::buffer::{Buffer, ReadableBuffer, count_lent_read, read_into_part, readinto_spare};
+use crate::client::Client;
 use crate::errors::IntoPyResult;
 use crate::progress::Progress;
 use crate::runtime::wait;
+use crate::types::UploadResult;
 
 /// Bytes asked of a file object's `read` at a time (one with no `readinto`): 4 MiB.
 pub const READ_SIZE: usize = 4 * 1024 * 1024;
@@ -255,4 +258,122 @@ fn write_all(write: &Bound<'_, PyAny>, buffer: &Bound<'_, Buffer>, len: usize) -
     }
     let _ = view.call_method0("release");
     Ok(())
+}
+
+#[pymethods]
+impl Client {
+    /// Uploads everything a binary file object yields (to its end): `readinto()` reads straight
+    /// into the parts, full parts are sent while the next one is read. One PUT if it fits in a
+    /// part, else a multipart upload; a failure aborts it and nothing is stored.
+    ///
+    /// `progress(bytes_sent, total)` is called from the calling thread at most every 0.1 s with
+    /// the bytes of the parts the service has; `total` is None until the end (a stream's length is
+    /// not known), then the size.
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn upload_fileobj(
+        &self,
+        py: Python<'_>,
+        fileobj: &Bound<'_, PyAny>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<UploadResult> {
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(sent.clone()),
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
+        };
+        let writer = self
+            .inner()
+            .object_writer(bucket, key, options)
+            .py_err(py)?;
+        let progress = Progress::new(progress, None);
+        Ok(crate::fileobj::upload_fileobj(py, fileobj, writer, &sent, progress)?.into())
+    }
+
+    /// `upload_fileobj` as a coroutine: the file object's `readinto` (or `read`) and `progress`
+    /// are called from brisk's runtime with the GIL (not from the event loop), as the blocking
+    /// form calls them from the caller's thread; the file object must not be used elsewhere
+    /// until it completes.
+    #[pyo3(signature = (fileobj, bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn upload_fileobj_async<'py>(
+        &self,
+        py: Python<'py>,
+        fileobj: &Bound<'py, PyAny>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let readinto = crate::fileobj::source_kind(fileobj)?;
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(sent.clone()),
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
+        };
+        let writer = self
+            .inner()
+            .object_writer(bucket, key, options)
+            .py_err(py)?;
+        let progress = Progress::new(progress, None);
+        let fileobj = fileobj.clone().unbind();
+        aio::spawn_with(
+            py,
+            crate::fileobj::upload_fileobj_async(fileobj, readinto, writer, sent, progress),
+            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
+        )
+    }
+
+    /// Writes the object to a binary file object (anything with `write()`), front to back: parts
+    /// read by parallel ranged GETs ahead of Python, handed over in order; returns its size.
+    /// `progress(bytes_written, size)` is called at most every 0.1 s and once at the end.
+    #[pyo3(signature = (bucket, key, fileobj, *, progress=None))]
+    fn download_fileobj(
+        &self,
+        py: Python<'_>,
+        bucket: String,
+        key: String,
+        fileobj: &Bound<'_, PyAny>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<u64> {
+        let options = self.transfer_options(None);
+        crate::fileobj::download_fileobj(py, self.inner(), bucket, key, fileobj, options, progress)
+    }
+
+    /// `download_fileobj` as a coroutine: the file object's `write` and `progress` are called
+    /// from brisk's runtime with the GIL (not from the event loop), in order; the file object must
+    /// not be used elsewhere until it completes.
+    #[pyo3(signature = (bucket, key, fileobj, *, progress=None))]
+    fn download_fileobj_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        fileobj: &Bound<'py, PyAny>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let write = crate::fileobj::write_method(fileobj)?.unbind();
+        let options = self.transfer_options(None);
+        aio::spawn_with(
+            py,
+            crate::fileobj::download_fileobj_async(
+                self.inner(),
+                bucket,
+                key,
+                write,
+                options,
+                progress,
+            ),
+            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+        )
+    }
 }

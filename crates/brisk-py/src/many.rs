@@ -15,9 +15,11 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PyString, PyTuple};
 
-use crate::buffer::{Buffer, LentSlice};
-use crate::errors;
-use crate::runtime::{runtime, wait};
+use crate::aio;
+use crate::buffer::{Buffer, LentSlice, WritableBuffer};
+use crate::client::Client;
+use crate::errors::{self, IntoPyResult};
+use crate::runtime::{runtime, spawn_wait, wait};
 
 /// A key to read: the bucket and the key.
 pub type KeyPair = (Arc<str>, Arc<str>);
@@ -486,5 +488,85 @@ impl AsyncManyIterator {
         if let Ok(mut reads) = self.reads.try_lock() {
             reads.cancel();
         }
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// Whole objects of many keys (str of `bucket`, or (bucket, key) pairs), `queue_depth` at a
+    /// time: a list in the order of `keys` of a Buffer (or, with `into`, the (offset, length) of
+    /// the object's bytes in it) or the key's exception (not raised).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64, into=None))]
+    fn get_many(
+        &self,
+        py: Python<'_>,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+        into: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        check_depth(queue_depth)?;
+        let keys = key_pairs(bucket.as_deref(), keys)?;
+        let client = self.inner();
+        if let Some(into) = into {
+            let into = WritableBuffer::get(into, "into")?;
+            let lent = into.lend(0, into.len());
+            let outcomes = spawn_wait(py, read_all_into(client, keys, queue_depth, lent), |_| {
+                Ok(())
+            })?
+            .py_err(py)?;
+            return placed_list(py, outcomes);
+        }
+        let outcomes =
+            spawn_wait(py, read_all(client, keys, queue_depth), |_| Ok(()))?.py_err(py)?;
+        outcome_list(py, outcomes)
+    }
+
+    /// `get_many` as a coroutine (`into` is held until it completes).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64, into=None))]
+    fn get_many_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: Option<String>,
+        keys: &Bound<'py, PyAny>,
+        queue_depth: usize,
+        into: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        check_depth(queue_depth)?;
+        let keys = key_pairs(bucket.as_deref(), keys)?;
+        let client = self.inner();
+        if let Some(into) = into {
+            let into = WritableBuffer::get(into, "into")?;
+            let lent = into.lend(0, into.len());
+            return aio::spawn(
+                py,
+                read_all_into(client, keys, queue_depth, lent),
+                placed_list,
+            );
+        }
+        aio::spawn(py, read_all(client, keys, queue_depth), outcome_list)
+    }
+
+    /// An iterator of (index, key, Buffer or exception) as reads complete, taking keys from any
+    /// iterable only as slots free up: at most `queue_depth` objects held beyond those taken.
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    fn iter_many(
+        &self,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<ManyIterator> {
+        ManyIterator::start(&self.inner(), bucket, keys, queue_depth)
+    }
+
+    /// `iter_many` for `async for`: an async iterator of (index, key, Buffer or exception).
+    #[pyo3(signature = (bucket, keys, *, queue_depth=64))]
+    fn iter_many_async(
+        &self,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+    ) -> PyResult<AsyncManyIterator> {
+        AsyncManyIterator::start(&self.inner(), bucket, keys, queue_depth)
     }
 }

@@ -22,8 +22,11 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::aio;
+use crate::args::{Headers, Metadata};
 use crate::buffer::ReadableBuffer;
-use crate::errors;
+use crate::client::Client;
+use crate::errors::{self, IntoPyResult};
 use crate::many::check_depth;
 use crate::runtime::{runtime, wait};
 use crate::types::UploadResult;
@@ -277,5 +280,65 @@ pub fn put_many(
         if !wait(py, batch.finish_one())? && waiting.is_none() {
             return batch.into_list(py);
         }
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// Many objects stored, `queue_depth` at a time: `items` a mapping {key: data} or an
+    /// iterable of (key, data) or (bucket, key, data), data a buffer (sent from its memory) or an
+    /// os.PathLike (a file, uploaded as `upload` does). A list in the order of the items of an
+    /// UploadResult or the item's exception (not raised).
+    #[pyo3(signature = (bucket, items, *, queue_depth=64, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_many(
+        &self,
+        py: Python<'_>,
+        bucket: Option<String>,
+        items: &Bound<'_, PyAny>,
+        queue_depth: usize,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        self::put_many(
+            py,
+            &self.inner(),
+            bucket.as_deref(),
+            items,
+            queue_depth,
+            options,
+        )
+    }
+
+    /// `put_many` as a coroutine: `items` (any iterable) is checked whole first, and its
+    /// buffers are held until it completes.
+    #[pyo3(signature = (bucket, items, *, queue_depth=64, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn put_many_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: Option<String>,
+        items: &Bound<'py, PyAny>,
+        queue_depth: usize,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        check_depth(queue_depth)?;
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        let items = checked_items(py, bucket.as_deref(), items)?;
+        let batch = {
+            let _context = crate::runtime::runtime().enter();
+            Batch::new(&self.inner(), queue_depth, options).py_err(py)?
+        };
+        aio::spawn(
+            py,
+            async move { Ok(batch.write_all(items).await) },
+            |py, batch| batch.into_list(py),
+        )
     }
 }

@@ -24,6 +24,7 @@ use pyo3::types::PyBytes;
 
 use crate::aio;
 use crate::buffer::{NewBytes, WritableBuffer};
+use crate::client::Client;
 use crate::errors;
 use crate::runtime::wait;
 
@@ -575,5 +576,35 @@ impl AsyncObjectReader {
             "<brisk.AsyncObjectReader {}/{}: {at}>",
             self.opened.bucket, self.opened.key
         )
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// The object opened as a binary file for reading (read, readinto, seek) over one streamed
+    /// GET from `offset`: sequential reads of any size make one request (see
+    /// `brisk.ObjectReader`).
+    #[pyo3(signature = (bucket, key, *, offset=0))]
+    fn open_reader(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        offset: u64,
+    ) -> PyResult<ObjectReader> {
+        ObjectReader::open(py, self.inner(), bucket, key, offset)
+    }
+
+    /// `open_reader` as a coroutine: a `brisk.AsyncObjectReader` (awaitable `read`, `readinto`,
+    /// `close`; `async with`) once the response head has arrived.
+    #[pyo3(signature = (bucket, key, *, offset=0))]
+    fn open_reader_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: String,
+        key: String,
+        offset: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        AsyncObjectReader::open(py, self.inner(), bucket, key, offset)
     }
 }

@@ -1,16 +1,10 @@
 //! The plain values calls return: object metadata, listing entries, write results.
 
-use std::collections::VecDeque;
 use std::time::SystemTime;
 
-use brisk_client::ListObjects;
-use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
-
-use crate::errors::IntoPyResult;
-use crate::runtime::wait;
 
 static FROM_TIMESTAMP: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
 
@@ -134,83 +128,6 @@ impl ObjectEntry {
         } else {
             format!("ObjectEntry({:?}, size={})", self.key, self.size)
         }
-    }
-}
-
-/// A listing's entries, fetched a page (up to 1,000 keys) at a time as iteration reaches them.
-#[pyclass(module = "brisk")]
-#[derive(Debug)]
-pub struct ListIterator {
-    pages: ListObjects,
-    /// The rest of the current page: objects and common prefixes in key order.
-    pending: VecDeque<Entry>,
-}
-
-#[derive(Debug)]
-pub enum Entry {
-    Object(brisk_wire::xml::ObjectEntry),
-    Prefix(String),
-}
-
-impl Entry {
-    fn key(&self) -> &str {
-        match self {
-            Entry::Object(o) => &o.key,
-            Entry::Prefix(p) => p,
-        }
-    }
-
-    pub fn into_py(self, py: Python<'_>) -> PyResult<ObjectEntry> {
-        match self {
-            Entry::Object(o) => ObjectEntry::object(py, o),
-            Entry::Prefix(p) => Ok(ObjectEntry::prefix(p)),
-        }
-    }
-}
-
-/// A page's objects and prefixes merged in key order, as S3 orders them.
-pub fn page_entries(page: brisk_client::ListPage) -> VecDeque<Entry> {
-    let mut entries: Vec<Entry> = page
-        .objects
-        .into_iter()
-        .map(Entry::Object)
-        .chain(page.common_prefixes.into_iter().map(Entry::Prefix))
-        .collect();
-    entries.sort_by(|a, b| a.key().cmp(b.key()));
-    entries.into()
-}
-
-impl ListIterator {
-    pub fn new(pages: ListObjects) -> Self {
-        Self {
-            pages,
-            pending: VecDeque::new(),
-        }
-    }
-}
-
-#[pymethods]
-impl ListIterator {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<ObjectEntry> {
-        while self.pending.is_empty() {
-            let page = wait(py, self.pages.next_page())?.py_err(py)?;
-            match page {
-                Some(page) => self.pending = page_entries(page),
-                None => return Err(PyStopIteration::new_err(())),
-            }
-        }
-        let entry = self.pending.pop_front().expect("a page entry");
-        entry.into_py(py)
-    }
-
-    /// Pages requested so far.
-    #[getter]
-    fn pages_fetched(&self) -> u64 {
-        self.pages.pages_fetched()
     }
 }
 

@@ -22,7 +22,9 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::aio;
+use crate::args::{Headers, Metadata};
 use crate::buffer::ReadableBuffer;
+use crate::client::Client;
 use crate::errors::{self, IntoPyResult};
 use crate::runtime::{runtime, wait};
 use crate::types::UploadResult;
@@ -445,5 +447,60 @@ impl AsyncObjectWriter {
             "<brisk.AsyncObjectWriter {}/{}: {what}>",
             self.bucket, self.key
         )
+    }
+}
+
+#[pymethods]
+impl Client {
+    /// A binary file opened for writing whose bytes become `bucket`/`key` on `close()`, in
+    /// bounded memory whatever its size (see `brisk.ObjectWriter`). With `if_none_match="*"`,
+    /// `close()` stores it only if the key is still free then.
+    #[pyo3(signature = (bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn open_writer(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<ObjectWriter> {
+        let writer = self
+            .inner()
+            .object_writer(
+                bucket,
+                key,
+                self.upload_options(content_type, metadata, headers, if_none_match)?,
+            )
+            .py_err(py)?;
+        Ok(ObjectWriter::new(bucket, key, writer))
+    }
+
+    /// `open_writer` as a coroutine: a `brisk.AsyncObjectWriter` (awaitable `write`, `close`,
+    /// `abort`; `async with`). Nothing is sent until the first part is full.
+    #[pyo3(signature = (bucket, key, *, content_type=None, if_none_match=None, metadata=None, headers=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn open_writer_async<'py>(
+        &self,
+        py: Python<'py>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        if_none_match: Option<&str>,
+        metadata: Metadata,
+        headers: Headers,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let writer = self
+            .inner()
+            .object_writer(
+                bucket,
+                key,
+                self.upload_options(content_type, metadata, headers, if_none_match)?,
+            )
+            .py_err(py)?;
+        let writer = Py::new(py, AsyncObjectWriter::new(bucket, key, writer))?;
+        aio::ready(py, writer.into_any())
     }
 }
