@@ -463,6 +463,9 @@ pub struct BenchPlaceArgs {
 pub enum BenchCommand {
     /// Random reads of one object: a sweep of block size x queue depth (IOPS, MiB/s, CPU, latency).
     Random(Box<RandomArgs>),
+    /// A mix of GET, PUT, HEAD, DELETE and LIST on a population of objects for a fixed time, as
+    /// warp's `mixed` runs it (rate, bytes/s, CPU per operation, latency and TTFB percentiles).
+    Mixed(Box<MixedArgs>),
 }
 
 /// Most reads in flight `brisk bench random` accepts.
@@ -587,6 +590,177 @@ pub struct RandomArgs {
     pub quick: bool,
     /// Directory the HTML report (index.html) is written to.
     #[arg(long, value_name = "DIR", default_value = "brisk-bench-random-report")]
+    pub report: PathBuf,
+    /// Where it runs and what it writes besides the report.
+    #[command(flatten)]
+    pub place: BenchPlaceArgs,
+}
+
+/// An operation of `brisk bench mixed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MixedOp {
+    Get,
+    Put,
+    Head,
+    Delete,
+    List,
+}
+
+impl MixedOp {
+    pub const ALL: [MixedOp; 5] = [Self::Get, Self::Put, Self::Head, Self::Delete, Self::List];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::Put => "put",
+            Self::Head => "head",
+            Self::Delete => "delete",
+            Self::List => "list",
+        }
+    }
+}
+
+/// `--mix`: each operation's weight, in [`MixedOp::ALL`]'s order (0 for one not named). Weights
+/// are shares of their sum, so `get=45,head=30,put=15,delete=10` is in percent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mix(pub [f64; 5]);
+
+/// warp's `mixed` default: 45 % GET, 30 % HEAD, 15 % PUT, 10 % DELETE.
+pub const DEFAULT_MIX: &str = "get=45,head=30,put=15,delete=10";
+
+/// `get=45,head=30,put=15,delete=10,list=0`: names of [`MixedOp`], each once, with a
+/// non-negative number; the sum must be more than 0.
+pub fn parse_mix(text: &str) -> Result<Mix, String> {
+    let mut weights = [None; 5];
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not OPERATION=PERCENT (e.g. get=45)"))?;
+        let name = name.trim().to_ascii_lowercase();
+        let op = MixedOp::ALL
+            .iter()
+            .position(|op| op.name() == name)
+            .ok_or_else(|| {
+                format!("{name:?} is not an operation: use get, put, head, delete and list")
+            })?;
+        let weight: f64 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|w: &f64| w.is_finite() && *w >= 0.0)
+            .ok_or_else(|| format!("{name}={value}: a percentage is a number of 0 or more"))?;
+        if weights[op].replace(weight).is_some() {
+            return Err(format!("{name} is given twice"));
+        }
+    }
+    let weights = weights.map(|w| w.unwrap_or(0.0));
+    if weights.iter().sum::<f64>() <= 0.0 {
+        return Err(format!(
+            "{text:?}: the mix sums to 0; give at least one operation more than 0 (e.g. {DEFAULT_MIX})"
+        ));
+    }
+    Ok(Mix(weights))
+}
+
+/// Largest object `brisk bench mixed` writes: 5 GiB, the most one PUT may carry.
+pub const MAX_MIXED_OBJECT: u64 = 5 << 30;
+
+/// `--size`: one size, or the bounds of a range `MIN..MAX` (both included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectSizes {
+    pub min: u64,
+    pub max: u64,
+}
+
+/// `64KiB` (fixed) or `16KiB..1MiB`; at least 1 byte, at most [`MAX_MIXED_OBJECT`].
+pub fn parse_object_sizes(text: &str) -> Result<ObjectSizes, String> {
+    let one = |t: &str| -> Result<u64, String> {
+        match parse_size(t.trim())? as u64 {
+            0 => Err(format!("{t:?}: an object is at least 1 byte")),
+            n if n > MAX_MIXED_OBJECT => {
+                Err(format!("{t:?}: an object is at most 5 GiB (one PUT)"))
+            }
+            n => Ok(n),
+        }
+    };
+    let sizes = match text.split_once("..") {
+        Some((min, max)) => ObjectSizes {
+            min: one(min)?,
+            max: one(max)?,
+        },
+        None => {
+            let n = one(text)?;
+            ObjectSizes { min: n, max: n }
+        }
+    };
+    if sizes.min > sizes.max {
+        return Err(format!(
+            "{text:?}: the smallest size is larger than the largest"
+        ));
+    }
+    Ok(sizes)
+}
+
+/// How `brisk bench mixed` draws sizes between `--size`'s bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SizeDistribution {
+    /// Log-uniform: every doubling between the bounds is as likely (as many 16-32 KiB objects as
+    /// 512 KiB-1 MiB ones).
+    Log,
+    /// Uniform: every size between the bounds is as likely.
+    Uniform,
+}
+
+fn parse_population(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?}: give a number of objects from 1 to 1000000"
+        )),
+    }
+}
+
+fn parse_workers(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_QUEUE_DEPTH).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{text:?}: give a number of operations in flight from 1 to {MAX_QUEUE_DEPTH}"
+        )),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct MixedArgs {
+    /// Share of each operation, OP=PERCENT,... of get, put, head, delete, list (shares of their
+    /// sum; an operation not named gets 0).
+    #[arg(long, value_name = "OP=PERCENT,...", default_value = DEFAULT_MIX, value_parser = parse_mix)]
+    pub mix: Mix,
+    /// Object size, fixed (64KiB) or a range (16KiB..1MiB) drawn per object [default: 16KiB..1MiB;
+    /// 4KiB..64KiB with --quick].
+    #[arg(long, value_name = "SIZE|MIN..MAX", value_parser = parse_object_sizes)]
+    pub size: Option<ObjectSizes>,
+    /// How sizes are drawn from a range.
+    #[arg(long, value_enum, default_value_t = SizeDistribution::Log)]
+    pub size_distribution: SizeDistribution,
+    /// Operations in flight (each in its own loop, as warp's --concurrent) [default: 20; 4 with --quick].
+    #[arg(long, value_name = "N", value_parser = parse_workers)]
+    pub concurrent: Option<usize>,
+    /// How long the mix runs, e.g. 30s, 2m [default: 30s; 1s with --quick].
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Objects uploaded before the mix starts, which its GETs, HEADs and DELETEs pick from
+    /// [default: 1000; 20 with --quick].
+    #[arg(long, value_name = "N", value_parser = parse_population)]
+    pub objects: Option<usize>,
+    /// With --endpoint-url: the server's process, whose CPU is read from /proc/PID/stat (the
+    /// embedded server's is read without it).
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// A short run (CI): 1s, 4 in flight, 20 objects of 4KiB..64KiB.
+    #[arg(long)]
+    pub quick: bool,
+    /// Directory the HTML report (index.html) is written to.
+    #[arg(long, value_name = "DIR", default_value = "brisk-bench-mixed-report")]
     pub report: PathBuf,
     /// Where it runs and what it writes besides the report.
     #[command(flatten)]

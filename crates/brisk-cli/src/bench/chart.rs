@@ -1,7 +1,8 @@
-//! Line charts as inline SVG for `brisk bench random`: one line per block size against queue depth.
+//! Line charts as inline SVG for `brisk bench random` (one line per block size against queue depth)
+//! and `brisk bench mixed` (one line per operation against a percentile, or against time).
 //!
 //! The x axis is logarithmic in base 2 (queue depths 1, 4, 16, 64, 256 fall evenly), with a tick at
-//! each depth swept. The y axis is linear from 0, or logarithmic by decades when the values span more
+//! each depth swept, or linear with labelled ticks ([`XAxis`]). The y axis is linear from 0, or logarithmic by decades when the values span more
 //! than one (IOPS of 4 KiB and 4 MiB blocks differ a hundredfold; on a linear axis the large blocks
 //! would lie flat on the floor). Every point carries a `<title>`, shown when the pointer rests on it.
 
@@ -47,20 +48,60 @@ pub fn line_chart(
     series: &[Series],
     scale: YScale,
 ) -> String {
+    line_chart_on(
+        title,
+        x_title,
+        y_title,
+        &XAxis::Log2(x_ticks),
+        series,
+        scale,
+    )
+}
+
+/// The x axis of [`line_chart_on`].
+#[derive(Debug, Clone, Copy)]
+pub enum XAxis<'a> {
+    /// Drawn at `log2(x)`, a tick labelled with its value at each of these.
+    Log2(&'a [f64]),
+    /// Drawn at `x`, a tick at each of these with its label (`p99`, `10 s`).
+    Linear(&'a [(f64, String)]),
+}
+
+/// A chart of `series` against the x axis `x_axis`.
+pub fn line_chart_on(
+    title: &str,
+    x_title: &str,
+    y_title: &str,
+    x_axis: &XAxis<'_>,
+    series: &[Series],
+    scale: YScale,
+) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
+    let log = matches!(x_axis, XAxis::Log2(_));
+    let to_axis = |x: f64| {
+        if log {
+            x.max(f64::MIN_POSITIVE).log2()
+        } else {
+            x
+        }
+    };
+    let x_ticks: Vec<(f64, String)> = match x_axis {
+        XAxis::Log2(ticks) => ticks.iter().map(|&x| (x, x.to_string())).collect(),
+        XAxis::Linear(ticks) => ticks.to_vec(),
+    };
     let xs: Vec<f64> = x_ticks
         .iter()
-        .copied()
+        .map(|t| t.0)
         .chain(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)))
-        .filter(|x| *x > 0.0)
-        .map(f64::log2)
+        .filter(|x| !log || *x > 0.0)
+        .map(to_axis)
         .collect();
     let (x_min, x_max) = bounds(&xs).unwrap_or((0.0, 1.0));
     let x_span = if x_max > x_min { x_max - x_min } else { 1.0 };
     let x_at = |x: f64| {
         if x_max > x_min {
-            LEFT + (x.max(f64::MIN_POSITIVE).log2() - x_min) / x_span * plot_w
+            LEFT + (to_axis(x) - x_min) / x_span * plot_w
         } else {
             LEFT + plot_w / 2.0
         }
@@ -109,15 +150,16 @@ pub fn line_chart(
         );
     }
     // x ticks.
-    for &x in x_ticks {
-        let px = x_at(x);
+    for (x, label) in &x_ticks {
+        let px = x_at(*x);
         let _ = write!(
             svg,
             "<line x1=\"{px:.1}\" y1=\"{TOP}\" x2=\"{px:.1}\" y2=\"{yb}\" stroke=\"#edf2f7\"/>\
              <text x=\"{px:.1}\" y=\"{ty}\" font-size=\"12\" text-anchor=\"middle\" \
-             fill=\"#4a5568\">{x}</text>",
+             fill=\"#4a5568\">{label}</text>",
             yb = TOP + plot_h,
             ty = TOP + plot_h + 16.0,
+            label = escape(label),
         );
     }
     let _ = write!(

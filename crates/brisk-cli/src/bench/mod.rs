@@ -8,12 +8,14 @@
 //! (256 KiB blocks at queue depth 64). Each case runs `--repeat` times; medians are printed, min and
 //! max are in the JSON.
 //!
-//! `brisk bench random` ([`random`]) sweeps random reads over block size × queue depth.
+//! `brisk bench random` ([`random`]) sweeps random reads over block size × queue depth;
+//! `brisk bench mixed` ([`mixed`]) runs a mix of GET, PUT, HEAD, DELETE and LIST, as warp does.
 
 mod cases;
 mod chart;
 mod loopback;
 mod measure;
+mod mixed;
 mod payload;
 mod procfs;
 mod random;
@@ -152,6 +154,7 @@ impl Plan {
 pub async fn run(global: GlobalArgs, args: BenchArgs) -> ExitCode {
     let outcome = match &args.command {
         Some(BenchCommand::Random(random)) => random::run(&global, random).await,
+        Some(BenchCommand::Mixed(mixed)) => mixed::run(&global, mixed).await,
         None => run_checked(&global, &args).await,
     };
     match outcome {

@@ -8,6 +8,7 @@ mod support;
 mod access_log;
 mod azure;
 mod bench;
+mod bench_mixed;
 mod boto3;
 mod commands;
 mod crash;
