@@ -41,7 +41,7 @@ impl AzuriteProcess {
     }
 
     /// [`start`](Self::start) with the blobs kept in Azurite's memory (`--inMemoryPersistence`)
-    /// instead of on disk under `location`: for tests that store a GiB or more, so that they do not
+    /// instead of on disk (`location` then holds only the start-up log): for tests that store a GiB or more, so that they do not
     /// also need that much free disk.
     pub fn start_in_memory(location: &Path) -> Self {
         Self::launch(location, true).unwrap_or_else(|e| panic!("{e}"))
@@ -69,11 +69,12 @@ impl AzuriteProcess {
         command
             .args(["--blobHost", "127.0.0.1", "--blobPort"])
             .arg(port.to_string())
-            .arg("--location")
-            .arg(location)
             .args(["--skipApiVersionCheck", "--disableTelemetry", "--silent"]);
+        // Azurite refuses `--location` beside `--inMemoryPersistence`.
         if in_memory {
             command.arg("--inMemoryPersistence");
+        } else {
+            command.arg("--location").arg(location);
         }
         let child = command
             .stdin(Stdio::null())
