@@ -35,6 +35,7 @@ use brisk_wire::checksum::{
     BlockCrcs, ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, Md5,
     MultipartChecksum,
 };
+use brisk_wire::object_headers::StandardHeader;
 use brisk_wire::sigv4::PayloadHash;
 use brisk_wire::xml::{Delete, DeleteResult, ObjectIdentifier, XmlDocument};
 
@@ -141,6 +142,46 @@ pub struct ObjectHeaders {
 }
 
 impl ObjectHeaders {
+    /// The field that holds `header`; `None` for `Content-Type`, which an upload takes in a field
+    /// of its own ([`PutOptions::content_type`]).
+    pub fn field_mut(&mut self, header: StandardHeader) -> Option<&mut Option<String>> {
+        match header {
+            StandardHeader::ContentType => None,
+            StandardHeader::ContentEncoding => Some(&mut self.content_encoding),
+            StandardHeader::ContentDisposition => Some(&mut self.content_disposition),
+            StandardHeader::ContentLanguage => Some(&mut self.content_language),
+            StandardHeader::CacheControl => Some(&mut self.cache_control),
+            StandardHeader::Expires => Some(&mut self.expires),
+        }
+    }
+
+    /// The value of `header`, `content_type` for `Content-Type`.
+    fn value<'s>(
+        &'s self,
+        header: StandardHeader,
+        content_type: Option<&'s str>,
+    ) -> Option<&'s str> {
+        match header {
+            StandardHeader::ContentType => content_type,
+            StandardHeader::ContentEncoding => self.content_encoding.as_deref(),
+            StandardHeader::ContentDisposition => self.content_disposition.as_deref(),
+            StandardHeader::ContentLanguage => self.content_language.as_deref(),
+            StandardHeader::CacheControl => self.cache_control.as_deref(),
+            StandardHeader::Expires => self.expires.as_deref(),
+        }
+    }
+
+    /// The standard headers (not the user metadata) a response carries.
+    fn from_response(response: &Response) -> Self {
+        let mut headers = Self::default();
+        for header in StandardHeader::ALL {
+            if let Some(field) = headers.field_mut(header) {
+                *field = response.header(header.name()).map(str::to_owned);
+            }
+        }
+        headers
+    }
+
     /// `spec` with `content_type` and these headers, named for S3 or for Azure.
     pub(crate) fn add_to<'a>(
         &self,
@@ -148,34 +189,14 @@ impl ObjectHeaders {
         content_type: Option<&str>,
         azure: bool,
     ) -> RequestSpec<'a> {
-        let fields = [
-            ("content-type", "x-ms-blob-content-type", content_type),
-            (
-                "cache-control",
-                "x-ms-blob-cache-control",
-                self.cache_control.as_deref(),
-            ),
-            (
-                "content-disposition",
-                "x-ms-blob-content-disposition",
-                self.content_disposition.as_deref(),
-            ),
-            (
-                "content-encoding",
-                "x-ms-blob-content-encoding",
-                self.content_encoding.as_deref(),
-            ),
-            (
-                "content-language",
-                "x-ms-blob-content-language",
-                self.content_language.as_deref(),
-            ),
+        for header in StandardHeader::ALL {
             // Azure keeps no Expires of its own.
-            ("expires", "", self.expires.as_deref()),
-        ];
-        for (s3, az, value) in fields {
-            let name = if azure { az } else { s3 };
-            if let (Some(value), false) = (value, name.is_empty()) {
+            let name = if azure {
+                header.azure_name()
+            } else {
+                Some(header.name())
+            };
+            if let (Some(name), Some(value)) = (name, self.value(header, content_type)) {
                 spec = spec.header_joined(name, value);
             }
         }
@@ -283,14 +304,7 @@ impl Client {
                 .header("last-modified")
                 .and_then(|v| httpdate::parse_http_date(v).ok()),
             content_type: response.header("content-type").map(str::to_owned),
-            headers: ObjectHeaders {
-                cache_control: response.header("cache-control").map(str::to_owned),
-                content_disposition: response.header("content-disposition").map(str::to_owned),
-                content_encoding: response.header("content-encoding").map(str::to_owned),
-                content_language: response.header("content-language").map(str::to_owned),
-                expires: response.header("expires").map(str::to_owned),
-                metadata: Vec::new(),
-            },
+            headers: ObjectHeaders::from_response(&response),
             checksum_crc32c: response.header("x-amz-checksum-crc32c").map(str::to_owned),
             metadata: response
                 .head()

@@ -61,23 +61,20 @@ pub fn object_headers(
         ..Default::default()
     };
     for (name, value) in headers.unwrap_or_default() {
-        let slot = match name.to_ascii_lowercase().as_str() {
-            "cache-control" => &mut stored.cache_control,
-            "content-disposition" => &mut stored.content_disposition,
-            "content-encoding" => &mut stored.content_encoding,
-            "content-language" => &mut stored.content_language,
-            "expires" => &mut stored.expires,
-            "content-type" => {
-                return Err(PyValueError::new_err(
-                    "give the Content-Type as content_type=, not in headers=",
-                ));
-            }
-            other => {
+        let slot = match brisk_wire::object_headers::StandardHeader::from_name(&name) {
+            Some(header) => stored.field_mut(header),
+            None => {
                 return Err(PyValueError::new_err(format!(
                     "headers= takes Cache-Control, Content-Disposition, Content-Encoding, \
-                     Content-Language and Expires, not {other:?} (user metadata goes in metadata=)"
+                     Content-Language and Expires, not {:?} (user metadata goes in metadata=)",
+                    name.to_ascii_lowercase()
                 )));
             }
+        };
+        let Some(slot) = slot else {
+            return Err(PyValueError::new_err(
+                "give the Content-Type as content_type=, not in headers=",
+            ));
         };
         *slot = Some(value);
     }

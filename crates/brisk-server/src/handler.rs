@@ -23,8 +23,7 @@ use crate::exchange::{Exchange, set};
 use crate::objects::{
     Precondition, RangeRequest, attributes_from, check_preconditions, check_version_id,
     copy_source_refused, names_the_object, parse_copy_source, part_span, refuse_what_is_not_kept,
-    store_algorithm, wire_algorithm, wire_checksum_type, write_checksum_fields,
-    write_object_fields, write_part_checksum_fields,
+    write_checksum_fields, write_object_fields, write_part_checksum_fields,
 };
 use crate::route::{Operation, Route};
 use crate::server::Shared;
@@ -543,7 +542,7 @@ async fn object_attributes(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Er
     let marker = number("x-amz-part-number-marker", 0)?;
     let info = blocking(|| r.shared.store.head_object(&r.route.bucket, &r.route.key))?;
     let wants = |name: &str| named.contains(&name);
-    let algorithm = info.checksum.as_ref().map(|c| wire_algorithm(c.algorithm));
+    let algorithm = info.checksum.as_ref().map(|c| c.algorithm);
     let object_parts = (wants("ObjectParts") && !info.parts.is_empty()).then(|| {
         let after = usize::try_from(marker).unwrap_or(usize::MAX);
         let page: Vec<AttributesPart> = info
@@ -770,7 +769,7 @@ async fn receive_into_file(
 
 fn stored_checksum(outcome: &BodyOutcome) -> Option<Checksum> {
     outcome.checksum.as_ref().map(|c| Checksum {
-        algorithm: store_algorithm(c.algorithm()),
+        algorithm: c.algorithm(),
         checksum_type: ChecksumType::FullObject,
         value: c.to_base64(),
     })
@@ -991,11 +990,7 @@ async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error>
                     algorithm.s3_name().to_ascii_lowercase()
                 )));
             }
-            let kind = match kind {
-                brisk_wire::checksum::ChecksumType::FullObject => ChecksumType::FullObject,
-                brisk_wire::checksum::ChecksumType::Composite => ChecksumType::Composite,
-            };
-            Some((store_algorithm(algorithm), kind))
+            Some((algorithm, kind))
         }
         None => None,
     };
@@ -1011,12 +1006,8 @@ async fn create_upload(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error>
     };
     x.begin(200, r.request_id);
     if let Some((algorithm, kind)) = checksum {
-        set(x.headers(), "x-amz-checksum-algorithm", algorithm.as_str());
-        set(
-            x.headers(),
-            "x-amz-checksum-type",
-            wire_checksum_type(kind).s3_name(),
-        );
+        set(x.headers(), "x-amz-checksum-algorithm", algorithm.s3_name());
+        set(x.headers(), "x-amz-checksum-type", kind.s3_name());
     }
     x.send_xml(&doc).await
 }
@@ -1039,7 +1030,7 @@ async fn upload_part(x: &mut Exchange, mut r: Request<'_>) -> Result<(), S3Error
         blocking(|| store.begin_upload_part(&r.route.bucket, &r.route.key, &upload_id, number))?;
     // A part's checksum is of the upload's algorithm: S3 refuses another one, and computes it for
     // a part that declares none.
-    let expected = pending.checksum_algorithm().map(wire_algorithm);
+    let expected = pending.checksum_algorithm();
     if let (Some(expected), Some(declared)) = (expected, body::declared_checksum(r.head)?) {
         checksum_type_matches(expected, declared.algorithm())?;
     }
@@ -1114,7 +1105,7 @@ async fn upload_part_copy(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Err
     // it, so the object's checksum can be combined at completion.
     let mut part_checksum = pending
         .checksum_algorithm()
-        .map(|a| brisk_wire::checksum::Checksummer::new(wire_algorithm(a)));
+        .map(brisk_wire::checksum::Checksummer::new);
     let mut lent = x.take_scratch()?;
     let etag = {
         let scratch = x.scratch_slice(&mut lent);
@@ -1220,44 +1211,34 @@ async fn complete_upload(x: &mut Exchange, r: Request<'_>) -> Result<(), S3Error
 /// The whole object's checksum a CompleteMultipartUpload declares (`x-amz-checksum-<algorithm>`,
 /// and `x-amz-checksum-type` if given), to be checked against the one its parts combine into.
 fn expected_object_checksum(h: &Headers) -> Result<Option<ExpectedChecksum>, S3Error> {
-    use brisk_wire::checksum::ChecksumAlgorithm as Wire;
-    let Some((algorithm, value)) = Wire::ALL
+    let Some((algorithm, value)) = brisk_wire::checksum::ChecksumAlgorithm::ALL
         .into_iter()
         .find_map(|a| Some((a, h.get_str(a.header_name())?)))
     else {
         return Ok(None);
     };
-    let checksum_type = match h.get_str("x-amz-checksum-type") {
-        None => None,
-        Some(v) => Some(
-            match v
-                .trim()
-                .parse()
-                .map_err(|e: brisk_wire::checksum::ChecksumError| {
-                    S3Error::invalid_request(e.to_string())
-                })? {
-                brisk_wire::checksum::ChecksumType::FullObject => ChecksumType::FullObject,
-                brisk_wire::checksum::ChecksumType::Composite => ChecksumType::Composite,
-            },
-        ),
-    };
+    let checksum_type =
+        match h.get_str("x-amz-checksum-type") {
+            None => None,
+            Some(v) => Some(v.trim().parse().map_err(
+                |e: brisk_wire::checksum::ChecksumError| S3Error::invalid_request(e.to_string()),
+            )?),
+        };
     Ok(Some(ExpectedChecksum {
-        algorithm: store_algorithm(algorithm),
+        algorithm,
         checksum_type,
         value: value.trim().to_owned(),
     }))
 }
 
 /// The completed object's checksum as CompleteMultipartUploadResult shows it.
-fn completed_checksum(
-    checksum: Option<&Checksum>,
-) -> (ChecksumFields, Option<brisk_wire::checksum::ChecksumType>) {
+fn completed_checksum(checksum: Option<&Checksum>) -> (ChecksumFields, Option<ChecksumType>) {
     let mut fields = ChecksumFields::default();
     let Some(c) = checksum else {
         return (fields, None);
     };
-    fields.set(wire_algorithm(c.algorithm), c.value.clone());
-    (fields, Some(wire_checksum_type(c.checksum_type)))
+    fields.set(c.algorithm, c.value.clone());
+    (fields, Some(c.checksum_type))
 }
 
 async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
@@ -1276,9 +1257,7 @@ async fn list_parts(x: &mut Exchange, r: &Request<'_>) -> Result<(), S3Error> {
             .list_parts(&r.route.bucket, &r.route.key, upload_id, marker, max_parts)
     })?;
     // Each part's checksum is of the upload's algorithm (UploadPart refuses any other).
-    let algorithm = page
-        .checksum_algorithm
-        .map(|(a, kind)| (wire_algorithm(a), wire_checksum_type(kind)));
+    let algorithm = page.checksum_algorithm;
     let doc = ListPartsResult {
         bucket: r.route.bucket.clone(),
         key: r.route.key.clone(),

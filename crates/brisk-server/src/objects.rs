@@ -5,12 +5,13 @@ use brisk_wire::S3ErrorCode;
 use std::time::SystemTime;
 
 use brisk_wire::http::{Headers, RequestHead};
+use brisk_wire::object_headers::StandardHeader;
 use brisk_wire::xml::NULL_VERSION_ID;
 
 use crate::error::S3Error;
 use crate::exchange::set;
 use crate::route::Query;
-use crate::store::{Checksum, ChecksumAlgorithm, ChecksumType, ObjectAttributes, ObjectInfo};
+use crate::store::{Checksum, ObjectAttributes, ObjectInfo};
 
 /// Most bytes of user metadata (`x-amz-meta-*` names and values) per object: 2 KiB, S3's limit.
 pub const MAX_USER_METADATA_BYTES: usize = 2048;
@@ -23,7 +24,7 @@ const USER_METADATA_PREFIX: &str = "x-amz-meta-";
 pub fn attributes_from(head: &RequestHead) -> Result<ObjectAttributes, S3Error> {
     let h = head.headers();
     let text = |name: &str| h.get_str(name).map(|v| v.trim().to_owned());
-    let content_encoding = h.get_str("content-encoding").and_then(|v| {
+    let mut content_encoding = h.get_str("content-encoding").and_then(|v| {
         let kept: Vec<&str> = v
             .split(',')
             .map(str::trim)
@@ -52,15 +53,17 @@ pub fn attributes_from(head: &RequestHead) -> Result<ObjectAttributes, S3Error> 
             ),
         ));
     }
-    Ok(ObjectAttributes {
-        content_type: text("content-type"),
-        content_encoding,
-        content_disposition: text("content-disposition"),
-        content_language: text("content-language"),
-        cache_control: text("cache-control"),
-        expires: text("expires"),
+    let mut attributes = ObjectAttributes {
         user_metadata,
-    })
+        ..ObjectAttributes::default()
+    };
+    for header in StandardHeader::ALL {
+        *attributes.field_mut(header) = match header {
+            StandardHeader::ContentEncoding => content_encoding.take(),
+            _ => text(header.name()),
+        };
+    }
+    Ok(attributes)
 }
 
 /// Refuses a write (PutObject, CreateMultipartUpload, CopyObject, CreateBucket) whose headers ask
@@ -139,41 +142,13 @@ pub fn write_object_fields(h: &mut Headers, info: &ObjectInfo, query: &Query) {
     );
     set(h, "accept-ranges", "bytes");
     let a = &info.attributes;
-    let fields = [
-        (
-            "content-type",
-            "response-content-type",
-            a.content_type.as_deref(),
-        ),
-        (
-            "content-encoding",
-            "response-content-encoding",
-            a.content_encoding.as_deref(),
-        ),
-        (
-            "content-disposition",
-            "response-content-disposition",
-            a.content_disposition.as_deref(),
-        ),
-        (
-            "content-language",
-            "response-content-language",
-            a.content_language.as_deref(),
-        ),
-        (
-            "cache-control",
-            "response-cache-control",
-            a.cache_control.as_deref(),
-        ),
-        ("expires", "response-expires", a.expires.as_deref()),
-    ];
-    for (name, override_name, stored) in fields {
-        let value = query.get(override_name).or(stored);
-        match (name, value) {
+    for header in StandardHeader::ALL {
+        let value = query.get(header.response_override()).or(a.field(header));
+        match (header, value) {
             (_, Some(v)) => {
-                let _ = h.set(name, header_value(v).as_ref());
+                let _ = h.set(header.name(), header_value(v).as_ref());
             }
-            ("content-type", None) => set(h, name, "binary/octet-stream"),
+            (StandardHeader::ContentType, None) => set(h, header.name(), "binary/octet-stream"),
             _ => {}
         }
     }
@@ -225,44 +200,8 @@ pub fn write_part_checksum_fields(h: &mut Headers, info: &ObjectInfo, part_numbe
 /// `x-amz-checksum-<algorithm>: value` and the type of `checksum` (the header names are the
 /// wire's static ones: no name is formatted per response).
 fn write_checksum(h: &mut Headers, checksum: &Checksum, value: &str) {
-    set(h, wire_algorithm(checksum.algorithm).header_name(), value);
-    set(
-        h,
-        "x-amz-checksum-type",
-        wire_checksum_type(checksum.checksum_type).s3_name(),
-    );
-}
-
-/// The store's algorithm for one of the wire's.
-pub fn store_algorithm(a: brisk_wire::checksum::ChecksumAlgorithm) -> ChecksumAlgorithm {
-    use brisk_wire::checksum::ChecksumAlgorithm as W;
-    match a {
-        W::Crc32 => ChecksumAlgorithm::Crc32,
-        W::Crc32c => ChecksumAlgorithm::Crc32c,
-        W::Crc64Nvme => ChecksumAlgorithm::Crc64Nvme,
-        W::Sha1 => ChecksumAlgorithm::Sha1,
-        W::Sha256 => ChecksumAlgorithm::Sha256,
-    }
-}
-
-/// The wire's algorithm for one of the store's.
-pub fn wire_algorithm(a: ChecksumAlgorithm) -> brisk_wire::checksum::ChecksumAlgorithm {
-    use brisk_wire::checksum::ChecksumAlgorithm as W;
-    match a {
-        ChecksumAlgorithm::Crc32 => W::Crc32,
-        ChecksumAlgorithm::Crc32c => W::Crc32c,
-        ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
-        ChecksumAlgorithm::Sha1 => W::Sha1,
-        ChecksumAlgorithm::Sha256 => W::Sha256,
-    }
-}
-
-/// The wire's checksum type for one of the store's.
-pub fn wire_checksum_type(t: ChecksumType) -> brisk_wire::checksum::ChecksumType {
-    match t {
-        ChecksumType::FullObject => brisk_wire::checksum::ChecksumType::FullObject,
-        ChecksumType::Composite => brisk_wire::checksum::ChecksumType::Composite,
-    }
+    set(h, checksum.algorithm.header_name(), value);
+    set(h, "x-amz-checksum-type", checksum.checksum_type.s3_name());
 }
 
 /// The byte range a GET asks for.

@@ -8,6 +8,9 @@
 use std::ops::Range;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+pub use brisk_wire::checksum::{ChecksumAlgorithm, ChecksumType};
+use brisk_wire::object_headers::StandardHeader;
+
 use super::error::{Result, StoreError};
 use super::layout::DataId;
 
@@ -34,63 +37,54 @@ pub struct ObjectAttributes {
     pub user_metadata: Vec<(String, String)>,
 }
 
-/// Checksum algorithms S3 defines (`x-amz-checksum-*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChecksumAlgorithm {
-    /// CRC-32 (ISO HDLC).
-    Crc32,
-    /// CRC-32C (Castagnoli).
-    Crc32c,
-    /// CRC-64/NVME.
-    Crc64Nvme,
-    /// SHA-1.
-    Sha1,
-    /// SHA-256.
-    Sha256,
-}
-
-impl ChecksumAlgorithm {
-    /// The name S3 uses in `x-amz-checksum-algorithm`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Crc32 => "CRC32",
-            Self::Crc32c => "CRC32C",
-            Self::Crc64Nvme => "CRC64NVME",
-            Self::Sha1 => "SHA1",
-            Self::Sha256 => "SHA256",
+impl ObjectAttributes {
+    /// The field that holds `header`.
+    pub fn field(&self, header: StandardHeader) -> Option<&str> {
+        match header {
+            StandardHeader::ContentType => self.content_type.as_deref(),
+            StandardHeader::ContentEncoding => self.content_encoding.as_deref(),
+            StandardHeader::ContentDisposition => self.content_disposition.as_deref(),
+            StandardHeader::ContentLanguage => self.content_language.as_deref(),
+            StandardHeader::CacheControl => self.cache_control.as_deref(),
+            StandardHeader::Expires => self.expires.as_deref(),
         }
     }
 
-    fn code(self) -> u8 {
-        match self {
-            Self::Crc32 => 1,
-            Self::Crc32c => 2,
-            Self::Crc64Nvme => 3,
-            Self::Sha1 => 4,
-            Self::Sha256 => 5,
+    /// The field that holds `header`, to set.
+    pub fn field_mut(&mut self, header: StandardHeader) -> &mut Option<String> {
+        match header {
+            StandardHeader::ContentType => &mut self.content_type,
+            StandardHeader::ContentEncoding => &mut self.content_encoding,
+            StandardHeader::ContentDisposition => &mut self.content_disposition,
+            StandardHeader::ContentLanguage => &mut self.content_language,
+            StandardHeader::CacheControl => &mut self.cache_control,
+            StandardHeader::Expires => &mut self.expires,
         }
-    }
-
-    fn from_code(code: u8) -> Option<Self> {
-        Some(match code {
-            1 => Self::Crc32,
-            2 => Self::Crc32c,
-            3 => Self::Crc64Nvme,
-            4 => Self::Sha1,
-            5 => Self::Sha256,
-            _ => return None,
-        })
     }
 }
 
-/// Whether a checksum covers the whole object or is a checksum of the parts' checksums
-/// (`x-amz-checksum-type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChecksumType {
-    /// Checksum of the object's bytes.
-    FullObject,
-    /// Checksum of the concatenated part checksums, S3 shows it with a `-N` suffix.
-    Composite,
+/// An algorithm's code in a record. The codes are the record format's own, not the order of
+/// [`ChecksumAlgorithm::ALL`]: records written before keep decoding whatever the wire's enum
+/// becomes.
+fn algorithm_code(algorithm: ChecksumAlgorithm) -> u8 {
+    match algorithm {
+        ChecksumAlgorithm::Crc32 => 1,
+        ChecksumAlgorithm::Crc32c => 2,
+        ChecksumAlgorithm::Crc64Nvme => 3,
+        ChecksumAlgorithm::Sha1 => 4,
+        ChecksumAlgorithm::Sha256 => 5,
+    }
+}
+
+fn algorithm_from_code(code: u8) -> Option<ChecksumAlgorithm> {
+    Some(match code {
+        1 => ChecksumAlgorithm::Crc32,
+        2 => ChecksumAlgorithm::Crc32c,
+        3 => ChecksumAlgorithm::Crc64Nvme,
+        4 => ChecksumAlgorithm::Sha1,
+        5 => ChecksumAlgorithm::Sha256,
+        _ => return None,
+    })
 }
 
 /// A checksum as computed by the front end while it streamed the body.
@@ -386,7 +380,7 @@ pub(crate) fn encode_upload(upload: &UploadRecord) -> Vec<u8> {
     match upload.checksum_algorithm {
         None => w.u8(0),
         Some((algorithm, kind)) => {
-            w.u8(algorithm.code());
+            w.u8(algorithm_code(algorithm));
             w.u8(kind_code(kind));
         }
     }
@@ -400,7 +394,7 @@ pub(crate) fn decode_upload(bytes: &[u8]) -> Result<UploadRecord> {
     let checksum_algorithm = match r.u8()? {
         0 => None,
         code => Some((
-            ChecksumAlgorithm::from_code(code).ok_or(CORRUPT_CHECKSUM)?,
+            algorithm_from_code(code).ok_or(CORRUPT_CHECKSUM)?,
             kind_from_code(r.u8()?)?,
         )),
     };
@@ -523,7 +517,7 @@ impl Writer {
         match c {
             None => self.u8(0),
             Some(c) => {
-                self.u8(c.algorithm.code());
+                self.u8(algorithm_code(c.algorithm));
                 self.u8(kind_code(c.checksum_type));
                 self.str(&c.value);
             }
@@ -638,7 +632,7 @@ impl<'a> Reader<'a> {
         match self.u8()? {
             0 => Ok(None),
             code => Ok(Some(Checksum {
-                algorithm: ChecksumAlgorithm::from_code(code).ok_or(CORRUPT_CHECKSUM)?,
+                algorithm: algorithm_from_code(code).ok_or(CORRUPT_CHECKSUM)?,
                 checksum_type: kind_from_code(self.u8()?)?,
                 value: self.string()?,
             })),
@@ -736,6 +730,96 @@ mod tests {
                 decode_object("k", &record(damaged)),
                 Err(StoreError::CorruptMetadata(_))
             ));
+        }
+    }
+
+    /// Records as the store has written them since version 1, laid out byte by byte here rather
+    /// than by the encoder: a change of the checksum enums or of the encoder that would misread
+    /// the records already on disk fails this test.
+    #[test]
+    fn records_written_before_still_decode() {
+        let mut object = vec![RECORD_VERSION];
+        let put_str = |b: &mut Vec<u8>, s: &str| {
+            b.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            b.extend_from_slice(s.as_bytes());
+        };
+        object.extend_from_slice(&12_345_u64.to_le_bytes());
+        put_str(&mut object, "\"etag-2\"");
+        object.extend_from_slice(&1_700_000_000_123_456_789_u64.to_le_bytes());
+        object.extend_from_slice(&42_u128.to_le_bytes());
+        // Content-Type, -Encoding, -Disposition, -Language, Cache-Control, Expires.
+        let attributes = |b: &mut Vec<u8>| {
+            for field in [
+                Some("text/plain"),
+                None,
+                None,
+                Some("en"),
+                None,
+                Some("never"),
+            ] {
+                match field {
+                    None => b.push(0),
+                    Some(v) => {
+                        b.push(1);
+                        put_str(b, v);
+                    }
+                }
+            }
+            b.extend_from_slice(&1_u32.to_le_bytes());
+            put_str(b, "color");
+            put_str(b, "blue");
+        };
+        attributes(&mut object);
+        // CRC64NVME (3), composite (2), then the value.
+        object.extend_from_slice(&[3, 2]);
+        put_str(&mut object, "AAAAAAAAAAA=-2");
+        object.extend_from_slice(&2_u32.to_le_bytes());
+        object.extend_from_slice(&5_u64.to_le_bytes());
+        object.push(1);
+        put_str(&mut object, "AAAAAAAAAAA=");
+        object.extend_from_slice(&7_u64.to_le_bytes());
+        object.push(0);
+        let info = decode_object("k", &object).unwrap();
+        assert_eq!(info.size, 12_345);
+        assert_eq!(info.etag, "\"etag-2\"");
+        assert_eq!(info.data_id, DataId(42));
+        assert_eq!(
+            info.attributes,
+            ObjectAttributes {
+                content_type: Some("text/plain".into()),
+                content_language: Some("en".into()),
+                expires: Some("never".into()),
+                user_metadata: vec![("color".into(), "blue".into())],
+                ..ObjectAttributes::default()
+            }
+        );
+        assert_eq!(
+            info.checksum,
+            Some(Checksum {
+                algorithm: ChecksumAlgorithm::Crc64Nvme,
+                checksum_type: ChecksumType::Composite,
+                value: "AAAAAAAAAAA=-2".into(),
+            })
+        );
+        assert_eq!(info.parts.len(), 2);
+        assert_eq!(encode_object(&info), object);
+
+        for (code, algorithm) in [
+            (1, ChecksumAlgorithm::Crc32),
+            (2, ChecksumAlgorithm::Crc32c),
+            (3, ChecksumAlgorithm::Crc64Nvme),
+            (4, ChecksumAlgorithm::Sha1),
+            (5, ChecksumAlgorithm::Sha256),
+        ] {
+            for (kind_code, kind) in [(1, ChecksumType::FullObject), (2, ChecksumType::Composite)] {
+                let mut upload = vec![RECORD_VERSION];
+                upload.extend_from_slice(&5_u64.to_le_bytes());
+                attributes(&mut upload);
+                upload.extend_from_slice(&[code, kind_code]);
+                let record = decode_upload(&upload).unwrap();
+                assert_eq!(record.checksum_algorithm, Some((algorithm, kind)));
+                assert_eq!(encode_upload(&record), upload);
+            }
         }
     }
 

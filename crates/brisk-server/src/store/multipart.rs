@@ -712,14 +712,14 @@ impl ExpectedChecksum {
         let Some(combined) = combined else {
             return Err(StoreError::ChecksumNotCheckable(format!(
                 "the upload was created without a checksum algorithm; its {} cannot be checked",
-                self.algorithm.as_str()
+                self.algorithm.s3_name()
             )));
         };
         if combined.algorithm != self.algorithm {
             return Err(StoreError::ChecksumNotCheckable(format!(
                 "the upload was created with the {} checksum algorithm, not {}",
-                combined.algorithm.as_str(),
-                self.algorithm.as_str()
+                combined.algorithm.s3_name(),
+                self.algorithm.s3_name()
             )));
         }
         if self
@@ -728,10 +728,7 @@ impl ExpectedChecksum {
         {
             return Err(StoreError::ChecksumNotCheckable(format!(
                 "the upload was created with the {} checksum type",
-                match combined.checksum_type {
-                    ChecksumType::FullObject => "FULL_OBJECT",
-                    ChecksumType::Composite => "COMPOSITE",
-                }
+                combined.checksum_type.s3_name()
             )));
         }
         let value = self.value.trim();
@@ -740,7 +737,7 @@ impl ExpectedChecksum {
             || (combined.checksum_type == ChecksumType::Composite && combined.value == suffixed);
         if !same {
             return Err(StoreError::ChecksumMismatch {
-                algorithm: self.algorithm.as_str(),
+                algorithm: self.algorithm.s3_name(),
             });
         }
         Ok(())
@@ -752,27 +749,18 @@ fn combined_checksum(
     kind: ChecksumType,
     records: &[PartRecord],
 ) -> Option<Checksum> {
-    use brisk_wire::checksum::{
-        ChecksumAlgorithm as W, ChecksumValue, CompositeChecksum, FullObjectCrc,
-    };
-    let wire = match algorithm {
-        ChecksumAlgorithm::Crc32 => W::Crc32,
-        ChecksumAlgorithm::Crc32c => W::Crc32c,
-        ChecksumAlgorithm::Crc64Nvme => W::Crc64Nvme,
-        ChecksumAlgorithm::Sha1 => W::Sha1,
-        ChecksumAlgorithm::Sha256 => W::Sha256,
-    };
-    let part = |r: &PartRecord| ChecksumValue::from_base64(wire, r.checksum.as_deref()?).ok();
+    use brisk_wire::checksum::{ChecksumValue, CompositeChecksum, FullObjectCrc};
+    let part = |r: &PartRecord| ChecksumValue::from_base64(algorithm, r.checksum.as_deref()?).ok();
     let value = match kind {
         ChecksumType::FullObject => {
-            let mut whole = FullObjectCrc::new(wire).ok()?;
+            let mut whole = FullObjectCrc::new(algorithm).ok()?;
             for r in records {
                 whole.push_part(&part(r)?, r.size).ok()?;
             }
             whole.finish().to_base64()
         }
         ChecksumType::Composite => {
-            let mut composite = CompositeChecksum::new(wire).ok()?;
+            let mut composite = CompositeChecksum::new(algorithm).ok()?;
             for r in records {
                 composite.push_part(&part(r)?).ok()?;
             }
