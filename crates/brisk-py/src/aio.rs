@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use brisk_client::TransferProgress;
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use tokio::task::AbortHandle;
 
@@ -119,6 +120,15 @@ impl Drop for Delivering {
 #[pyo3(name = "_deliveries_in_flight")]
 pub fn deliveries_in_flight() -> usize {
     DELIVERING.load(Ordering::SeqCst)
+}
+
+/// A `convert` of [`spawn`] for outputs that are Python values as they are (numbers, strings,
+/// lists of them, classes of this module): the output's Python object.
+pub fn value<T>(py: Python<'_>, output: T) -> PyResult<Py<PyAny>>
+where
+    T: for<'py> IntoPyObject<'py>,
+{
+    output.into_py_any(py)
 }
 
 /// An `asyncio.Future` of the running loop that already holds `value`: what an awaitable method

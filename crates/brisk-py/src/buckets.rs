@@ -52,20 +52,18 @@ impl Client {
     /// The names of the buckets the credentials own.
     fn list_buckets(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let client = self.inner();
-        let buckets = wait(py, client.list_buckets())?.py_err(py)?;
-        Ok(buckets.into_iter().map(|b| b.name).collect())
+        wait(py, bucket_names(&client))?.py_err(py)
     }
 
     /// `list_buckets` as a coroutine.
     fn list_buckets_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        aio::spawn(
-            py,
-            async move { client.list_buckets().await },
-            |py, buckets| {
-                let names: Vec<String> = buckets.into_iter().map(|b| b.name).collect();
-                Ok(names.into_pyobject(py)?.into_any().unbind())
-            },
-        )
+        aio::spawn(py, async move { bucket_names(&client).await }, aio::value)
     }
+}
+
+/// The names of the buckets the credentials own.
+async fn bucket_names(client: &brisk_client::Client) -> brisk_client::Result<Vec<String>> {
+    let buckets = client.list_buckets().await?;
+    Ok(buckets.into_iter().map(|b| b.name).collect())
 }

@@ -53,7 +53,7 @@ impl Client {
                     )
                     .await
             },
-            |py, r| Ok(r.etag.into_pyobject(py)?.into_any().unbind()),
+            |py, r| aio::value(py, r.etag),
         )
     }
 }

@@ -38,8 +38,7 @@ impl Client {
         keys: Vec<String>,
     ) -> PyResult<Vec<(String, String)>> {
         let client = self.inner();
-        let result = wait(py, client.delete_many(bucket, &keys))?.py_err(py)?;
-        Ok(result.errors.into_iter().map(|e| (e.key, e.code)).collect())
+        wait(py, delete_keys(&client, bucket, &keys))?.py_err(py)
     }
 
     /// `delete_many` as a coroutine.
@@ -52,12 +51,18 @@ impl Client {
         let client = self.inner();
         aio::spawn(
             py,
-            async move { client.delete_many(&bucket, &keys).await },
-            |py, result| {
-                let failed: Vec<(String, String)> =
-                    result.errors.into_iter().map(|e| (e.key, e.code)).collect();
-                Ok(failed.into_pyobject(py)?.into_any().unbind())
-            },
+            async move { delete_keys(&client, &bucket, &keys).await },
+            aio::value,
         )
     }
+}
+
+/// Deletes `keys` (in batches of 1,000): the key and error code of each one not deleted.
+async fn delete_keys(
+    client: &brisk_client::Client,
+    bucket: &str,
+    keys: &[String],
+) -> brisk_client::Result<Vec<(String, String)>> {
+    let result = client.delete_many(bucket, keys).await?;
+    Ok(result.errors.into_iter().map(|e| (e.key, e.code)).collect())
 }

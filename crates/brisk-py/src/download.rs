@@ -31,16 +31,7 @@ impl Client {
             let job = async move { client.download(&bucket, &key, &path, options).await };
             return spawn_wait(py, job, |_| Ok(()))?.py_err(py);
         };
-        // The total is the size given, or comes from a HEAD: one small request more, made only to
-        // report progress.
-        let total = match size {
-            Some(size) => size,
-            None => {
-                wait(py, client.head(&bucket, &key))?
-                    .py_err(py)?
-                    .content_length
-            }
-        };
+        let total = wait(py, progress_total(&client, &bucket, &key, size))?.py_err(py)?;
         let counter = TransferProgress::new();
         let options = self.download_options(Some(counter.clone()), size);
         let mut progress = Progress::new(Some(callback), Some(total));
@@ -69,7 +60,7 @@ impl Client {
             return aio::spawn(
                 py,
                 async move { client.download(&bucket, &key, &path, options).await },
-                |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+                aio::value,
             );
         };
         let counter = TransferProgress::new();
@@ -77,21 +68,29 @@ impl Client {
         aio::spawn_with(
             py,
             async move {
-                // The total is the size given, or comes from a HEAD, as for `download`.
-                let total = match size {
-                    Some(size) => size,
-                    None => {
-                        let head = client.head(&bucket, &key).await;
-                        head.map_err(aio::py_error)?.content_length
-                    }
-                };
+                let total = progress_total(&client, &bucket, &key, size).await;
+                let total = total.map_err(aio::py_error)?;
                 let mut progress = Progress::new(Some(callback), Some(total));
                 let job = client.download(&bucket, &key, &path, options);
                 let size = aio::report_while(job, &counter, &mut progress).await?;
                 aio::in_python(|py| progress.finish(py, size))?;
                 Ok::<_, PyErr>(size)
             },
-            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+            aio::value,
         )
+    }
+}
+
+/// The total a download's progress is reported against: the size given, or the object's from a
+/// HEAD, one small request more made only to report progress.
+async fn progress_total(
+    client: &brisk_client::Client,
+    bucket: &str,
+    key: &str,
+    size: Option<u64>,
+) -> brisk_client::Result<u64> {
+    match size {
+        Some(size) => Ok(size),
+        None => Ok(client.head(bucket, key).await?.content_length),
     }
 }

@@ -283,15 +283,15 @@ impl Client {
         headers: Headers,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<UploadResult> {
-        let sent = TransferProgress::new();
-        let options = TransferOptions {
-            progress: Some(sent.clone()),
-            ..self.upload_options(content_type, metadata, headers, if_none_match)?
-        };
-        let writer = self
-            .inner()
-            .object_writer(bucket, key, options)
-            .py_err(py)?;
+        let (writer, sent) = self.fileobj_writer(
+            py,
+            bucket,
+            key,
+            content_type,
+            metadata,
+            headers,
+            if_none_match,
+        )?;
         let progress = Progress::new(progress, None);
         Ok(crate::fileobj::upload_fileobj(py, fileobj, writer, &sent, progress)?.into())
     }
@@ -315,21 +315,21 @@ impl Client {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let readinto = crate::fileobj::source_kind(fileobj)?;
-        let sent = TransferProgress::new();
-        let options = TransferOptions {
-            progress: Some(sent.clone()),
-            ..self.upload_options(content_type, metadata, headers, if_none_match)?
-        };
-        let writer = self
-            .inner()
-            .object_writer(bucket, key, options)
-            .py_err(py)?;
+        let (writer, sent) = self.fileobj_writer(
+            py,
+            bucket,
+            key,
+            content_type,
+            metadata,
+            headers,
+            if_none_match,
+        )?;
         let progress = Progress::new(progress, None);
         let fileobj = fileobj.clone().unbind();
         aio::spawn_with(
             py,
             crate::fileobj::upload_fileobj_async(fileobj, readinto, writer, sent, progress),
-            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
+            |py, r| aio::value(py, UploadResult::from(r)),
         )
     }
 
@@ -373,7 +373,30 @@ impl Client {
                 options,
                 progress,
             ),
-            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+            aio::value,
         )
+    }
+}
+
+impl Client {
+    /// The writer `upload_fileobj` and `upload_fileobj_async` fill, with the counter of the bytes
+    /// the service has (what `progress` is told).
+    #[allow(clippy::too_many_arguments)]
+    fn fileobj_writer(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        content_type: Option<String>,
+        metadata: Metadata,
+        headers: Headers,
+        if_none_match: Option<&str>,
+    ) -> PyResult<(ObjectWriter, TransferProgress)> {
+        let sent = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(sent.clone()),
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
+        };
+        Ok((self.start_writer(py, bucket, key, options)?, sent))
     }
 }

@@ -1,5 +1,6 @@
 //! `get`, `get_into` and `get_range`: one object, or one range of it, in one buffer.
 
+use brisk_mem::ExactBuf;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -29,7 +30,7 @@ impl Client {
         aio::spawn(
             py,
             async move { client.get_bytes(&bucket, &key).await },
-            |py, buf| Ok(Py::new(py, Buffer::exact(buf))?.into_any()),
+            |py, buf| aio::value(py, Buffer::exact(buf)),
         )
     }
 
@@ -44,16 +45,9 @@ impl Client {
         offset: u64,
         length: Option<usize>,
     ) -> PyResult<usize> {
-        let dst = WritableBuffer::get(buffer, "buffer")?;
-        let len = into_length(&dst, length)?;
+        let read = IntoRead::new(buffer, offset, length)?;
         let client = self.inner();
-        let slice = &mut dst.as_mut_slice()[..len];
-        let read = if offset == 0 && length.is_none() {
-            wait(py, client.get_into(bucket, key, slice))?
-        } else {
-            wait(py, client.get_range_into(bucket, key, offset, slice))?
-        };
-        read.py_err(py)
+        wait(py, read.run(&client, bucket, key))?.py_err(py)
     }
 
     /// `get_into` as a coroutine (the buffer is held until it completes).
@@ -67,21 +61,12 @@ impl Client {
         offset: u64,
         length: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let dst = WritableBuffer::get(buffer, "buffer")?;
-        let len = into_length(&dst, length)?;
-        let whole = offset == 0 && length.is_none();
+        let read = IntoRead::new(buffer, offset, length)?;
         let client = self.inner();
         aio::spawn(
             py,
-            async move {
-                let slice = &mut dst.as_mut_slice()[..len];
-                if whole {
-                    client.get_into(&bucket, &key, slice).await
-                } else {
-                    client.get_range_into(&bucket, &key, offset, slice).await
-                }
-            },
-            |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()),
+            async move { read.run(&client, &bucket, &key).await },
+            aio::value,
         )
     }
 
@@ -99,17 +84,8 @@ impl Client {
         wait: bool,
     ) -> PyResult<Option<Buffer>> {
         let client = self.inner();
-        if !wait {
-            let read =
-                crate::runtime::wait(py, client.try_get_range_bytes(bucket, key, offset, length))?;
-            return Ok(read
-                .py_err(py)?
-                .map(|(buf, n)| Buffer::exact_prefix(buf, n)));
-        }
-        let (buf, n) =
-            crate::runtime::wait(py, client.get_range_bytes(bucket, key, offset, length))?
-                .py_err(py)?;
-        Ok(Some(Buffer::exact_prefix(buf, n)))
+        let read = read_range(&client, bucket, key, offset, length, wait);
+        Ok(range_buffer(crate::runtime::wait(py, read)?.py_err(py)?))
     }
 
     /// `get_range` as a coroutine.
@@ -124,10 +100,71 @@ impl Client {
         let client = self.inner();
         aio::spawn(
             py,
-            async move { client.get_range_bytes(&bucket, &key, offset, length).await },
-            |py, (buf, n)| Ok(Py::new(py, Buffer::exact_prefix(buf, n))?.into_any()),
+            async move { read_range(&client, &bucket, &key, offset, length, true).await },
+            |py, read| aio::value(py, range_buffer(read)),
         )
     }
+}
+
+/// A `get_into`: the caller's buffer, how much of it to fill, and from where.
+struct IntoRead {
+    dst: WritableBuffer,
+    len: usize,
+    offset: u64,
+    /// No `offset` and no `length`: the whole object, which must fit.
+    whole: bool,
+}
+
+impl IntoRead {
+    fn new(buffer: &Bound<'_, PyAny>, offset: u64, length: Option<usize>) -> PyResult<Self> {
+        let dst = WritableBuffer::get(buffer, "buffer")?;
+        let len = into_length(&dst, length)?;
+        Ok(Self {
+            dst,
+            len,
+            offset,
+            whole: offset == 0 && length.is_none(),
+        })
+    }
+
+    /// Reads the object, or its bytes from the offset, into the buffer; the bytes read.
+    async fn run(
+        &self,
+        client: &brisk_client::Client,
+        bucket: &str,
+        key: &str,
+    ) -> brisk_client::Result<usize> {
+        let slice = &mut self.dst.as_mut_slice()[..self.len];
+        if self.whole {
+            client.get_into(bucket, key, slice).await
+        } else {
+            client.get_range_into(bucket, key, self.offset, slice).await
+        }
+    }
+}
+
+/// A range in an exact buffer; without `wait`, None when the budget would make the read wait.
+async fn read_range(
+    client: &brisk_client::Client,
+    bucket: &str,
+    key: &str,
+    offset: u64,
+    length: usize,
+    wait: bool,
+) -> brisk_client::Result<Option<(ExactBuf, usize)>> {
+    if wait {
+        let read = client.get_range_bytes(bucket, key, offset, length).await?;
+        Ok(Some(read))
+    } else {
+        client
+            .try_get_range_bytes(bucket, key, offset, length)
+            .await
+    }
+}
+
+/// A range's bytes as the Buffer the caller gets.
+fn range_buffer(read: Option<(ExactBuf, usize)>) -> Option<Buffer> {
+    read.map(|(buf, n)| Buffer::exact_prefix(buf, n))
 }
 
 /// The bytes of `dst` a `get_into` may fill: all of it, or `length` of it.

@@ -28,7 +28,7 @@ impl Client {
         aio::spawn(
             py,
             async move { client.head(&bucket, &key).await },
-            |py, meta| Ok(Py::new(py, ObjectMeta::new(py, meta)?)?.into_any()),
+            |py, meta| aio::value(py, ObjectMeta::new(py, meta)?),
         )
     }
 }

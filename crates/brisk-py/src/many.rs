@@ -505,21 +505,17 @@ impl Client {
         queue_depth: usize,
         into: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        check_depth(queue_depth)?;
-        let keys = key_pairs(bucket.as_deref(), keys)?;
-        let client = self.inner();
-        if let Some(into) = into {
-            let into = WritableBuffer::get(into, "into")?;
-            let lent = into.lend(0, into.len());
-            let outcomes = spawn_wait(py, read_all_into(client, keys, queue_depth, lent), |_| {
-                Ok(())
-            })?
-            .py_err(py)?;
-            return placed_list(py, outcomes);
+        let (client, keys, into) = self.many_reads(bucket, keys, queue_depth, into)?;
+        match into {
+            Some(lent) => {
+                let reads = read_all_into(client, keys, queue_depth, lent);
+                placed_list(py, spawn_wait(py, reads, |_| Ok(()))?.py_err(py)?)
+            }
+            None => {
+                let reads = read_all(client, keys, queue_depth);
+                outcome_list(py, spawn_wait(py, reads, |_| Ok(()))?.py_err(py)?)
+            }
         }
-        let outcomes =
-            spawn_wait(py, read_all(client, keys, queue_depth), |_| Ok(()))?.py_err(py)?;
-        outcome_list(py, outcomes)
     }
 
     /// `get_many` as a coroutine (`into` is held until it completes).
@@ -532,19 +528,15 @@ impl Client {
         queue_depth: usize,
         into: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        check_depth(queue_depth)?;
-        let keys = key_pairs(bucket.as_deref(), keys)?;
-        let client = self.inner();
-        if let Some(into) = into {
-            let into = WritableBuffer::get(into, "into")?;
-            let lent = into.lend(0, into.len());
-            return aio::spawn(
+        let (client, keys, into) = self.many_reads(bucket, keys, queue_depth, into)?;
+        match into {
+            Some(lent) => aio::spawn(
                 py,
                 read_all_into(client, keys, queue_depth, lent),
                 placed_list,
-            );
+            ),
+            None => aio::spawn(py, read_all(client, keys, queue_depth), outcome_list),
         }
-        aio::spawn(py, read_all(client, keys, queue_depth), outcome_list)
     }
 
     /// An iterator of (index, key, Buffer or exception) as reads complete, taking keys from any
@@ -568,5 +560,28 @@ impl Client {
         queue_depth: usize,
     ) -> PyResult<AsyncManyIterator> {
         AsyncManyIterator::start(&self.inner(), bucket, keys, queue_depth)
+    }
+}
+
+impl Client {
+    /// What `get_many` and `get_many_async` check before reading: the client, the keys, and the
+    /// whole of `into` lent to the reads when it is given.
+    fn many_reads(
+        &self,
+        bucket: Option<String>,
+        keys: &Bound<'_, PyAny>,
+        queue_depth: usize,
+        into: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(brisk_client::Client, Keys, Option<LentSlice>)> {
+        check_depth(queue_depth)?;
+        let keys = key_pairs(bucket.as_deref(), keys)?;
+        let lent = match into {
+            Some(into) => {
+                let into = WritableBuffer::get(into, "into")?;
+                Some(into.lend(0, into.len()))
+            }
+            None => None,
+        };
+        Ok((self.inner(), keys, lent))
     }
 }

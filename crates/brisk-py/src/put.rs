@@ -1,6 +1,6 @@
 //! `put`: one object from a buffer, in one PUT.
 
-use brisk_client::{PayloadSigning, PutOptions};
+use brisk_client::PutOptions;
 use pyo3::prelude::*;
 
 use crate::aio;
@@ -27,13 +27,7 @@ impl Client {
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<PutResult> {
-        let options = put_options(
-            content_type,
-            metadata,
-            headers,
-            if_none_match,
-            self.payload_signing(),
-        )?;
+        let options = self.put_options(content_type, metadata, headers, if_none_match)?;
         let data = ReadableBuffer::get(data)?;
         let client = self.inner();
         let result = wait(py, client.put_with(bucket, key, data.as_slice(), &options))?;
@@ -54,13 +48,7 @@ impl Client {
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let options = put_options(
-            content_type,
-            metadata,
-            headers,
-            if_none_match,
-            self.payload_signing(),
-        )?;
+        let options = self.put_options(content_type, metadata, headers, if_none_match)?;
         let data = ReadableBuffer::get(data)?;
         let client = self.inner();
         aio::spawn(
@@ -70,25 +58,29 @@ impl Client {
                     .put_with(&bucket, &key, data.as_slice(), &options)
                     .await
             },
-            |py, r| Ok(Py::new(py, put_result(r))?.into_any()),
+            |py, r| aio::value(py, put_result(r)),
         )
     }
 }
 
-fn put_options(
-    content_type: Option<String>,
-    metadata: Metadata,
-    headers: Headers,
-    if_none_match: Option<&str>,
-    payload_signing: PayloadSigning,
-) -> PyResult<PutOptions> {
-    Ok(PutOptions {
-        content_type,
-        headers: object_headers(metadata, headers)?,
-        if_none_match_any: if_none_match_arg(if_none_match)?,
-        payload_signing,
-        ..PutOptions::default()
-    })
+impl Client {
+    /// A PUT's options: what to store with the object, whether the key must be free, and the
+    /// client's payload signing.
+    fn put_options(
+        &self,
+        content_type: Option<String>,
+        metadata: Metadata,
+        headers: Headers,
+        if_none_match: Option<&str>,
+    ) -> PyResult<PutOptions> {
+        Ok(PutOptions {
+            content_type,
+            headers: object_headers(metadata, headers)?,
+            if_none_match_any: if_none_match_arg(if_none_match)?,
+            payload_signing: self.payload_signing(),
+            ..PutOptions::default()
+        })
+    }
 }
 
 fn put_result(r: brisk_client::PutResult) -> PutResult {

@@ -26,7 +26,7 @@ use crate::aio;
 use crate::args::{Headers, Metadata};
 use crate::buffer::ReadableBuffer;
 use crate::client::Client;
-use crate::errors::{self, IntoPyResult};
+use crate::errors;
 use crate::many::check_depth;
 use crate::runtime::{runtime, wait};
 use crate::types::UploadResult;
@@ -226,6 +226,23 @@ impl Batch {
     }
 }
 
+/// `items` checked whole, and the batch that writes them: what `put_many` does with a sized
+/// `items` (a list, tuple or dict) and `put_many_async` with any.
+fn checked_batch(
+    py: Python<'_>,
+    client: &brisk_client::Client,
+    bucket: Option<&str>,
+    items: &Bound<'_, PyAny>,
+    queue_depth: usize,
+    options: TransferOptions,
+) -> PyResult<(Batch, Vec<Item>)> {
+    check_depth(queue_depth)?;
+    let items = checked_items(py, bucket, items)?;
+    let _context = runtime().enter();
+    let batch = Batch::new(client, queue_depth, options).map_err(|e| errors::to_py(py, e))?;
+    Ok((batch, items))
+}
+
 /// `put_many` on the calling thread: a sized `items` checked whole, then written with the GIL
 /// released; any other iterable taken an item at a time as slots free up.
 pub fn put_many(
@@ -236,16 +253,14 @@ pub fn put_many(
     queue_depth: usize,
     options: TransferOptions,
 ) -> PyResult<Py<PyAny>> {
+    if items.hasattr("__len__")? {
+        let (batch, checked) = checked_batch(py, client, bucket, items, queue_depth, options)?;
+        return wait(py, batch.write_all(checked))?.into_list(py);
+    }
     check_depth(queue_depth)?;
     let runtime = runtime();
     let _context = runtime.enter();
-    let new_batch = || Batch::new(client, queue_depth, options).map_err(|e| errors::to_py(py, e));
-    if items.hasattr("__len__")? {
-        let checked = checked_items(py, bucket, items)?;
-        let batch = new_batch()?;
-        return wait(py, batch.write_all(checked))?.into_list(py);
-    }
-    let mut batch = new_batch()?;
+    let mut batch = Batch::new(client, queue_depth, options).map_err(|e| errors::to_py(py, e))?;
     let mut elements = elements(items)?.enumerate();
     let mut waiting: Option<Item> = None;
     loop {
@@ -330,11 +345,14 @@ impl Client {
     ) -> PyResult<Bound<'py, PyAny>> {
         check_depth(queue_depth)?;
         let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
-        let items = checked_items(py, bucket.as_deref(), items)?;
-        let batch = {
-            let _context = crate::runtime::runtime().enter();
-            Batch::new(&self.inner(), queue_depth, options).py_err(py)?
-        };
+        let (batch, items) = checked_batch(
+            py,
+            &self.inner(),
+            bucket.as_deref(),
+            items,
+            queue_depth,
+            options,
+        )?;
         aio::spawn(
             py,
             async move { Ok(batch.write_all(items).await) },

@@ -32,17 +32,11 @@ impl Client {
         queue_depth: usize,
         connections: Option<usize>,
     ) -> PyResult<Py<PyAny>> {
-        let (client, batch) =
+        let batch =
             self.prepare_batch(py, key, offsets, lengths, into, queue_depth, connections)?;
-        let PreparedBatch {
-            targets,
-            options,
-            lengths,
-            with_into,
-        } = batch;
-        let outcomes =
-            spawn_wait(py, run_batch(client, bucket, targets, options), |_| Ok(()))?.py_err(py)?;
-        finish_batch(py, outcomes, with_into, &lengths)
+        let (reads, shape) = batch.start(bucket);
+        let outcomes = spawn_wait(py, reads, |_| Ok(()))?.py_err(py)?;
+        shape.finish(py, outcomes)
     }
 
     /// `get_ranges` as a coroutine.
@@ -59,19 +53,10 @@ impl Client {
         queue_depth: usize,
         connections: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (client, batch) =
+        let batch =
             self.prepare_batch(py, key, offsets, lengths, into, queue_depth, connections)?;
-        let PreparedBatch {
-            targets,
-            options,
-            lengths,
-            with_into,
-        } = batch;
-        aio::spawn(
-            py,
-            async move { run_batch(client, bucket, targets, options).await },
-            move |py, outcomes| finish_batch(py, outcomes, with_into, &lengths),
-        )
+        let (reads, shape) = batch.start(bucket);
+        aio::spawn(py, reads, move |py, outcomes| shape.finish(py, outcomes))
     }
 }
 
@@ -87,7 +72,7 @@ impl Client {
         into: Option<&Bound<'_, PyAny>>,
         queue_depth: usize,
         connections: Option<usize>,
-    ) -> PyResult<(brisk_client::Client, PreparedBatch)> {
+    ) -> PyResult<PreparedBatch> {
         let specs = range_specs(key, offsets, lengths)?;
         let options = batch_options(queue_depth, connections)?;
         let into = into.map(|b| WritableBuffer::get(b, "into")).transpose()?;
@@ -97,24 +82,51 @@ impl Client {
         }
         let lengths = specs.iter().map(|s| s.length).collect();
         let targets = batch_targets(specs, into.as_ref())?;
-        Ok((
+        Ok(PreparedBatch {
             client,
-            PreparedBatch {
-                targets,
-                options,
+            targets,
+            options,
+            shape: BatchShape {
                 lengths,
                 with_into: into.is_some(),
             },
-        ))
+        })
     }
 }
 
 /// A `get_ranges` batch checked and ready to run.
 struct PreparedBatch {
+    client: brisk_client::Client,
     targets: Vec<(RangeSpec, RangeTarget)>,
     options: BatchOptions,
+    shape: BatchShape,
+}
+
+/// What the result of a batch is made from besides its outcomes.
+struct BatchShape {
     lengths: Vec<usize>,
     with_into: bool,
+}
+
+impl PreparedBatch {
+    /// The batch's reads, to be run on the runtime, and what their outcomes become the call's
+    /// result with: the same for `get_ranges` and `get_ranges_async`.
+    fn start(
+        self,
+        bucket: String,
+    ) -> (
+        impl Future<Output = Result<RangeOutcomes, brisk_client::Error>> + Send + 'static,
+        BatchShape,
+    ) {
+        let reads = run_batch(self.client, bucket, self.targets, self.options);
+        (reads, self.shape)
+    }
+}
+
+impl BatchShape {
+    fn finish(self, py: Python<'_>, outcomes: RangeOutcomes) -> PyResult<Py<PyAny>> {
+        finish_batch(py, outcomes, self.with_into, &self.lengths)
+    }
 }
 
 /// One range of a `get_ranges` call.

@@ -1,6 +1,6 @@
 //! `upload`: a file on disk stored as an object.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use brisk_client::{TransferOptions, TransferProgress};
 use pyo3::prelude::*;
@@ -33,13 +33,14 @@ impl Client {
         headers: Headers,
     ) -> PyResult<UploadResult> {
         let client = self.inner();
-        let counter = TransferProgress::new();
-        let options = TransferOptions {
-            progress: Some(counter.clone()),
-            ..self.upload_options(content_type, metadata, headers, if_none_match)?
-        };
-        let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        let mut progress = Progress::new(progress, Some(total));
+        let (options, counter, mut progress) = self.file_upload(
+            &path,
+            progress,
+            content_type,
+            metadata,
+            headers,
+            if_none_match,
+        )?;
         let job = async move { client.upload(&bucket, &key, &path, options).await };
         let result = spawn_wait(py, job, |py| progress.report(py, counter.bytes()))?.py_err(py)?;
         progress.finish(py, result.size)?;
@@ -63,13 +64,14 @@ impl Client {
         headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
-        let counter = TransferProgress::new();
-        let options = TransferOptions {
-            progress: Some(counter.clone()),
-            ..self.upload_options(content_type, metadata, headers, if_none_match)?
-        };
-        let total = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        let mut progress = Progress::new(progress, Some(total));
+        let (options, counter, mut progress) = self.file_upload(
+            &path,
+            progress,
+            content_type,
+            metadata,
+            headers,
+            if_none_match,
+        )?;
         aio::spawn_with(
             py,
             async move {
@@ -78,7 +80,29 @@ impl Client {
                 aio::in_python(|py| progress.finish(py, result.size))?;
                 Ok::<_, PyErr>(result)
             },
-            |py, r| Ok(Py::new(py, UploadResult::from(r))?.into_any()),
+            |py, r| aio::value(py, UploadResult::from(r)),
         )
+    }
+}
+
+impl Client {
+    /// What `upload` and `upload_async` start with: the upload's options with a counter of the
+    /// bytes sent, and the caller's callback with the file's size as the total.
+    fn file_upload(
+        &self,
+        path: &Path,
+        progress: Option<Py<PyAny>>,
+        content_type: Option<String>,
+        metadata: Metadata,
+        headers: Headers,
+        if_none_match: Option<&str>,
+    ) -> PyResult<(TransferOptions, TransferProgress, Progress)> {
+        let counter = TransferProgress::new();
+        let options = TransferOptions {
+            progress: Some(counter.clone()),
+            ..self.upload_options(content_type, metadata, headers, if_none_match)?
+        };
+        let total = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        Ok((options, counter, Progress::new(progress, Some(total))))
     }
 }

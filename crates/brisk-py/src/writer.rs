@@ -18,6 +18,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
+use brisk_client::TransferOptions;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -467,14 +468,8 @@ impl Client {
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<ObjectWriter> {
-        let writer = self
-            .inner()
-            .object_writer(
-                bucket,
-                key,
-                self.upload_options(content_type, metadata, headers, if_none_match)?,
-            )
-            .py_err(py)?;
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        let writer = self.start_writer(py, bucket, key, options)?;
         Ok(ObjectWriter::new(bucket, key, writer))
     }
 
@@ -492,15 +487,23 @@ impl Client {
         metadata: Metadata,
         headers: Headers,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let writer = self
-            .inner()
-            .object_writer(
-                bucket,
-                key,
-                self.upload_options(content_type, metadata, headers, if_none_match)?,
-            )
-            .py_err(py)?;
+        let options = self.upload_options(content_type, metadata, headers, if_none_match)?;
+        let writer = self.start_writer(py, bucket, key, options)?;
         let writer = Py::new(py, AsyncObjectWriter::new(bucket, key, writer))?;
         aio::ready(py, writer.into_any())
+    }
+}
+
+impl Client {
+    /// The Rust client's writer of `bucket`/`key` (nothing is sent until a part is full): what
+    /// `open_writer`, `upload_fileobj` and their asyncio forms write through.
+    pub(crate) fn start_writer(
+        &self,
+        py: Python<'_>,
+        bucket: &str,
+        key: &str,
+        options: TransferOptions,
+    ) -> PyResult<brisk_client::ObjectWriter> {
+        self.inner().object_writer(bucket, key, options).py_err(py)
     }
 }
