@@ -232,65 +232,6 @@ async fn block_upload_then_parallel_download_in_bounded_parts() {
     .await;
 }
 
-/// `if_none_match_any` on Azure's upload paths: Put Blob for a file, a stream or a writer ending
-/// within a part, Put Block List for one past it. A free name is stored; an existing blob refuses
-/// them all with `PreconditionFailed` and keeps its bytes.
-#[tokio::test]
-async fn conditional_uploads_store_a_free_name_and_refuse_an_existing_blob() {
-    bounded(STEP, async {
-        let c = azure_client();
-        let container = new_bucket(&c, "az-create-only").await;
-        let dir = tempfile::tempdir().unwrap();
-        let options = TransferOptions {
-            part_size: 5 * MIB,
-            if_none_match_any: true,
-            ..TransferOptions::default()
-        };
-        for (len, parts) in [(1_000usize, 1u32), (5 * MIB + 1, 2)] {
-            let body = pattern(len, 17);
-            let path = dir.path().join(format!("source-{len}"));
-            std::fs::write(&path, &body).unwrap();
-            for how in ["file", "stream", "writer"] {
-                let key = format!("{how}-{len}");
-                let upload = async || match how {
-                    "file" => c.upload(&container, &key, &path, options.clone()).await,
-                    "stream" => {
-                        let mut reader = &body[..];
-                        c.upload_reader(&container, &key, &mut reader, options.clone())
-                            .await
-                    }
-                    _ => {
-                        let mut w = c.object_writer(&container, &key, options.clone()).unwrap();
-                        w.write(&body).await.unwrap();
-                        w.finish().await
-                    }
-                };
-                let stored = upload().await.unwrap();
-                assert_eq!((stored.size, stored.parts), (len as u64, parts), "{key}");
-                assert!(
-                    c.get_bytes(&container, &key).await.unwrap()[..] == body[..],
-                    "{key}"
-                );
-
-                c.put(&container, &key, b"the blob that was there")
-                    .await
-                    .unwrap();
-                let err = upload().await.unwrap_err();
-                assert!(
-                    matches!(err, Error::PreconditionFailed(_)),
-                    "{key}: {err:?}"
-                );
-                assert_eq!(
-                    &c.get_bytes(&container, &key).await.unwrap()[..],
-                    b"the blob that was there",
-                    "{key}"
-                );
-            }
-        }
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn listing_pages_prefixes_delete_and_copy() {
     bounded(STEP, async {
@@ -384,71 +325,6 @@ async fn listing_pages_prefixes_delete_and_copy() {
             c.create_bucket(&twice).await,
             Err(Error::BucketAlreadyExists(_))
         ));
-    })
-    .await;
-}
-
-#[tokio::test]
-async fn batch_reads_fill_each_range_and_report_per_range_errors() {
-    bounded(STEP, async {
-        let c = azure_client();
-        let container = new_bucket(&c, "az-batch").await;
-        let body = pattern(4 * MIB, 5);
-        c.put(&container, "obj", &body).await.unwrap();
-        let mut reader = c
-            .batch_reader(
-                &container,
-                BatchOptions {
-                    queue_depth: 16,
-                    ..BatchOptions::default()
-                },
-            )
-            .unwrap();
-        let key: std::sync::Arc<str> = "obj".into();
-        let ranges: Vec<(u64, usize)> = (0..64u64)
-            .map(|i| {
-                (
-                    (i * 65_537) % (4 * MIB as u64 - 300_000),
-                    256 * 1024 - i as usize,
-                )
-            })
-            .collect();
-        for (i, (offset, len)) in ranges.iter().enumerate() {
-            reader.submit(ReadRequest::new(
-                i as u64,
-                std::sync::Arc::clone(&key),
-                *offset,
-                *len,
-                Destination::Pooled,
-            ));
-        }
-        // One range past the end: its own error, the others unaffected.
-        reader.submit(ReadRequest::new(
-            999,
-            std::sync::Arc::clone(&key),
-            8 * MIB as u64,
-            10,
-            Destination::Pooled,
-        ));
-        let mut done = 0;
-        while let Some(completion) = reader.next().await {
-            if completion.id == 999 {
-                assert!(
-                    completion.result.is_err(),
-                    "a range past the end fails alone"
-                );
-                continue;
-            }
-            let (offset, len) = ranges[completion.id as usize];
-            let n = completion.result.unwrap();
-            assert_eq!(n, len);
-            let Some(brisk_client::Filled::Block(block)) = completion.buffer else {
-                panic!("a pooled range comes back in its block");
-            };
-            assert!(block[..n] == body[offset as usize..offset as usize + n]);
-            done += 1;
-        }
-        assert_eq!(done, ranges.len());
     })
     .await;
 }

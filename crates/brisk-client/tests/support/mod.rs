@@ -1,10 +1,11 @@
 //! The S3 servers brisk-client's tests run against, each started once per test binary at first use,
 //! and helpers for clients of them.
 //!
-//! The conformance suite runs against MinIO (an S3 server nobody on this project wrote, so the
-//! client is checked against an independent implementation) and against `brisk serve`, which runs in
-//! the test process through the brisk-server library (no prebuilt binary needed). The launchers are
-//! brisk-testkit's; MinIO comes from `BRISK_MINIO` or `<workspace>/.tools/bin/minio`.
+//! The conformance suite (`it/suite`) runs against MinIO (an S3 server nobody on this project wrote,
+//! so the client is checked against an independent implementation), against `brisk serve`, which
+//! runs in the test process through the brisk-server library (no prebuilt binary needed), and
+//! against Azurite. The launchers are brisk-testkit's; MinIO comes from `BRISK_MINIO` or
+//! `<workspace>/.tools/bin/minio`.
 
 #![allow(dead_code)]
 
@@ -80,25 +81,14 @@ pub fn anonymous_brisk_server() -> &'static TestServer {
         .1
 }
 
-/// The suffix of the modules that run against `brisk serve` by default (see [`server_for`]), so
-/// that one `cargo test` checks the client against both servers.
-pub const BRISK_SERVE_SUFFIX: &str = "_brisk_serve";
-
-/// The server `BRISK_TEST_SERVER` names (`minio` or `brisk`); without it, `brisk` for a module whose
-/// path (`module_path!()`) ends in [`BRISK_SERVE_SUFFIX`] and MinIO for the others.
-pub fn server_for(module: &str) -> &'static TestServer {
-    let chosen = std::env::var("BRISK_TEST_SERVER").ok();
-    let own_choice = module.ends_with(BRISK_SERVE_SUFFIX).then_some("brisk");
-    match chosen.as_deref().or(own_choice) {
+/// The server of the tests outside the suite (which runs against every backend, see
+/// `it/suite`): `BRISK_TEST_SERVER`'s (`minio` or `brisk`), else MinIO.
+pub fn server() -> &'static TestServer {
+    match std::env::var("BRISK_TEST_SERVER").ok().as_deref() {
         Some("minio") | None => minio(),
         Some("brisk") => brisk(),
         Some(other) => panic!("BRISK_TEST_SERVER={other}: unknown server (known: minio, brisk)"),
     }
-}
-
-/// The server of the tests that do not choose: `BRISK_TEST_SERVER`'s, else MinIO.
-pub fn server() -> &'static TestServer {
-    server_for("")
 }
 
 /// A builder for a client of `server`, with fast retries.

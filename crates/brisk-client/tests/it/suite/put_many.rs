@@ -1,19 +1,20 @@
-//! `Client::object_writes` (put_many) against the test server (MinIO by default; again against
-//! `brisk serve` as `put_many_brisk_serve`): every object stored whole from bytes and from files,
-//! failures in place, the queue depth as a bound on writes in flight and connections opened.
+//! `Client::object_writes` (put_many) against a backend: every object stored whole from bytes and
+//! from files, failures in place, the queue depth as a bound on writes in flight and connections
+//! opened.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use crate::support::{bounded, builder_of, new_bucket, pattern, server_for};
+use super::Backend;
+use crate::support::{bounded, new_bucket, pattern};
 use brisk_client::{Client, Error, PutSource, TransferOptions};
 use brisk_mem::MemoryBudget;
 
 const MIB: usize = 1024 * 1024;
 const STEP: Duration = Duration::from_secs(120);
 
-fn client() -> Client {
-    builder_of(server_for(module_path!()))
+fn client(b: &Backend) -> Client {
+    b.builder()
         .memory_budget(MemoryBudget::new(256 * MIB))
         .build()
         .unwrap()
@@ -28,10 +29,9 @@ fn size_of(i: usize) -> usize {
     }
 }
 
-#[tokio::test]
-async fn bytes_and_files_are_stored_whole_and_failures_stay_in_place() {
+pub async fn bytes_and_files_are_stored_whole_and_failures_stay_in_place(b: &Backend) {
     bounded(STEP, async {
-        let c = client();
+        let c = client(b);
         let bucket = new_bucket(&c, "putmany").await;
         let dir = tempfile::tempdir().unwrap();
         let mut expected = HashMap::new();
@@ -96,10 +96,11 @@ async fn bytes_and_files_are_stored_whole_and_failures_stay_in_place() {
     .await;
 }
 
-#[tokio::test]
-async fn a_file_larger_than_a_part_is_a_multipart_upload_and_create_only_keeps_what_exists() {
+pub async fn a_file_larger_than_a_part_is_a_multipart_upload_and_create_only_keeps_what_exists(
+    b: &Backend,
+) {
     bounded(STEP, async {
-        let c = client();
+        let c = client(b);
         let bucket = new_bucket(&c, "putmanymp").await;
         let dir = tempfile::tempdir().unwrap();
         let big = pattern(12 * MIB + 5, 9);
@@ -142,9 +143,8 @@ async fn a_file_larger_than_a_part_is_a_multipart_upload_and_create_only_keeps_w
     .await;
 }
 
-#[tokio::test]
-async fn a_zero_queue_depth_is_refused() {
-    let c = client();
+pub async fn a_zero_queue_depth_is_refused(b: &Backend) {
+    let c = client(b);
     let err = c
         .object_writes::<Vec<u8>>(0, TransferOptions::default())
         .unwrap_err();

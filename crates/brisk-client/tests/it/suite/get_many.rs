@@ -1,13 +1,13 @@
-//! `Client::get_many` against the test server (MinIO by default; again against `brisk serve` as
-//! `get_many_brisk_serve`): every byte of objects of mixed sizes, errors in place, the queue depth
-//! as a bound on objects held, keys taken and connections opened.
+//! `Client::get_many` against a backend: every byte of objects of mixed sizes, errors in place, the
+//! queue depth as a bound on objects held, keys taken and connections opened.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::support::{bounded, builder_of, new_bucket, pattern, server_for};
+use super::Backend;
+use crate::support::{bounded, new_bucket, pattern};
 use brisk_client::{Client, Error};
 use brisk_mem::MemoryBudget;
 
@@ -15,8 +15,8 @@ const MIB: usize = 1024 * 1024;
 const STEP: Duration = Duration::from_secs(120);
 
 /// A client with a budget of its own (the default one is the process's, shared by the tests).
-fn client() -> Client {
-    builder_of(server_for(module_path!()))
+fn client(b: &Backend) -> Client {
+    b.builder()
         .memory_budget(MemoryBudget::new(256 * MIB))
         .build()
         .unwrap()
@@ -38,10 +38,9 @@ fn size_of(i: usize) -> usize {
     }
 }
 
-#[tokio::test]
-async fn every_object_arrives_whole_and_missing_keys_fail_in_place() {
+pub async fn every_object_arrives_whole_and_missing_keys_fail_in_place(b: &Backend) {
     bounded(STEP, async {
-        let c = client();
+        let c = client(b);
         let bucket = new_bucket(&c, "many").await;
         let mut bodies = HashMap::new();
         for i in 0..60 {
@@ -92,10 +91,9 @@ async fn every_object_arrives_whole_and_missing_keys_fail_in_place() {
     .await;
 }
 
-#[tokio::test]
-async fn keys_are_taken_lazily_and_at_most_the_queue_depth_is_held() {
+pub async fn keys_are_taken_lazily_and_at_most_the_queue_depth_is_held(b: &Backend) {
     bounded(STEP, async {
-        let c = client();
+        let c = client(b);
         let bucket = new_bucket(&c, "lazy").await;
         let body = pattern(100_000, 3);
         for i in 0..20 {
@@ -131,10 +129,10 @@ async fn keys_are_taken_lazily_and_at_most_the_queue_depth_is_held() {
     .await;
 }
 
-#[tokio::test]
-async fn an_object_larger_than_the_budget_fails_alone() {
+pub async fn an_object_larger_than_the_budget_fails_alone(b: &Backend) {
     bounded(STEP, async {
-        let c = builder_of(server_for(module_path!()))
+        let c = b
+            .builder()
             .memory_budget(MemoryBudget::new(MIB))
             .build()
             .unwrap();
@@ -161,10 +159,9 @@ async fn an_object_larger_than_the_budget_fails_alone() {
     .await;
 }
 
-#[tokio::test]
-async fn pairs_across_buckets_and_a_zero_queue_depth() {
+pub async fn pairs_across_buckets_and_a_zero_queue_depth(b: &Backend) {
     bounded(STEP, async {
-        let c = client();
+        let c = client(b);
         let first = new_bucket(&c, "pairs-a").await;
         let second = new_bucket(&c, "pairs-b").await;
         c.put(&first, "same", b"first").await.unwrap();
@@ -185,10 +182,12 @@ async fn pairs_across_buckets_and_a_zero_queue_depth() {
     .await;
 }
 
-#[tokio::test]
-async fn a_set_that_keeps_every_object_fails_those_past_the_budget_instead_of_waiting() {
+pub async fn a_set_that_keeps_every_object_fails_those_past_the_budget_instead_of_waiting(
+    b: &Backend,
+) {
     bounded(STEP, async {
-        let c = builder_of(server_for(module_path!()))
+        let c = b
+            .builder()
             .memory_budget(MemoryBudget::new(3 * MIB))
             .build()
             .unwrap();
@@ -219,10 +218,9 @@ async fn a_set_that_keeps_every_object_fails_those_past_the_budget_instead_of_wa
     .await;
 }
 
-#[tokio::test]
-async fn reads_into_destinations_chosen_from_the_length() {
+pub async fn reads_into_destinations_chosen_from_the_length(b: &Backend) {
     bounded(STEP, async {
-        let c = client();
+        let c = client(b);
         let bucket = new_bucket(&c, "chosen").await;
         c.put(&bucket, "a", b"hello").await.unwrap();
         let mut reads = c
