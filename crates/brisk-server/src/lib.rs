@@ -24,7 +24,7 @@
 //! | `exchange` | per-connection buffers, responses, `sendfile` |
 //! | [`tls`] | HTTPS: the certificate and key, the plain-or-TLS connection stream |
 //! | `objects` | object fields, ranges, conditional requests, copy sources |
-//! | `handler` | the S3 operations |
+//! | `handler` | the S3 operations, one module per concern (buckets, listings, objects, attributes, ACLs, multipart) and the dispatch |
 //! | [`error`] | [`S3Error`] and the mapping of every lower layer's error to it |
 //! | [`store`] | buckets, objects and uploads on disk (`docs/storage.md`) |
 //!
