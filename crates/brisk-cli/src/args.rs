@@ -425,7 +425,7 @@ pub struct BenchArgs {
     pub repeat: Option<u32>,
     /// Cases to run, comma-separated [default: all].
     #[arg(long, value_name = "CASE,...", value_delimiter = ',', value_enum)]
-    pub cases: Vec<crate::bench::CaseKind>,
+    pub cases: Vec<CaseKind>,
     /// Small sizes and one run (CI): 16MiB GET, 64MiB transfers.
     #[arg(long)]
     pub quick: bool,
@@ -435,6 +435,45 @@ pub struct BenchArgs {
     /// Where it runs and what it writes besides the report.
     #[command(flatten)]
     pub place: BenchPlaceArgs,
+}
+
+/// One kind of `brisk bench` case (`--cases`); `bench/cases.rs` runs each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
+pub enum CaseKind {
+    /// The machine's loopback ceiling.
+    Loopback,
+    /// In-memory GET (`get_bytes`).
+    Get,
+    /// Download to a file.
+    Download,
+    /// Upload from a file.
+    Upload,
+    /// The embedded server's memory and CPU while it receives the uploads.
+    Server,
+    /// Random reads at queue depth (one point; `brisk bench random` sweeps).
+    Random,
+}
+
+impl CaseKind {
+    pub const ALL: [CaseKind; 6] = [
+        CaseKind::Loopback,
+        CaseKind::Get,
+        CaseKind::Download,
+        CaseKind::Upload,
+        CaseKind::Server,
+        CaseKind::Random,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Loopback => "loopback",
+            Self::Get => "get",
+            Self::Download => "download",
+            Self::Upload => "upload",
+            Self::Server => "server",
+            Self::Random => "random",
+        }
+    }
 }
 
 /// What every `brisk bench` benchmark takes about where it runs and what it writes.

@@ -19,49 +19,11 @@ use super::measure::{GIB, Probe, Sample, Stats};
 use super::payload::PatternReader;
 use super::procfs::Process;
 use super::random_point::{Figures, MeasureOptions};
+use crate::args::CaseKind;
 
 /// The prefix of every key the benchmark writes, so that it never touches other objects of a
 /// bucket it is given.
 pub const KEY_PREFIX: &str = "brisk-bench/";
-
-/// One kind of case (`--cases`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
-pub enum CaseKind {
-    /// The machine's loopback ceiling.
-    Loopback,
-    /// In-memory GET (`get_bytes`).
-    Get,
-    /// Download to a file.
-    Download,
-    /// Upload from a file.
-    Upload,
-    /// The embedded server's memory and CPU while it receives the uploads.
-    Server,
-    /// Random reads at queue depth (one point; `brisk bench random` sweeps).
-    Random,
-}
-
-impl CaseKind {
-    pub const ALL: [CaseKind; 6] = [
-        CaseKind::Loopback,
-        CaseKind::Get,
-        CaseKind::Download,
-        CaseKind::Upload,
-        CaseKind::Server,
-        CaseKind::Random,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Loopback => "loopback",
-            Self::Get => "get",
-            Self::Download => "download",
-            Self::Upload => "upload",
-            Self::Server => "server",
-            Self::Random => "random",
-        }
-    }
-}
 
 /// The repeated samples of one case.
 #[derive(Debug, Clone)]

@@ -31,9 +31,7 @@ use brisk_client::{Client, Credentials, TransferOptions};
 use brisk_mem::MemoryBudget;
 use thiserror::Error;
 
-pub use cases::CaseKind;
-
-use crate::args::{BenchArgs, BenchCommand, BenchPlaceArgs, GlobalArgs};
+use crate::args::{BenchArgs, BenchCommand, BenchPlaceArgs, CaseKind, GlobalArgs};
 use crate::exit::CliError;
 use cases::{KEY_PREFIX, Target, Written};
 use report::{Machine, Report};

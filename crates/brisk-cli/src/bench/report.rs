@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::cases::{CaseKind, CaseResult};
+use super::cases::CaseResult;
 use super::measure::Stats;
 use super::server::ServerSettings;
+use crate::args::CaseKind;
 use crate::size::human;
 
 /// The file `--report DIR` writes.
