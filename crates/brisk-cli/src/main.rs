@@ -20,7 +20,6 @@ mod progress;
 mod serve;
 mod size;
 mod stream;
-mod sync;
 
 use std::process::ExitCode;
 

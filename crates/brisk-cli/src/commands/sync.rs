@@ -33,8 +33,9 @@ use std::time::{Instant, SystemTime};
 use brisk_client::{ListObjects, ListOptions, TransferProgress};
 use serde_json::json;
 
+use super::as_prefix;
+use super::cp::{self, Copy, copy_one, remote_copy};
 use crate::args::SyncArgs;
-use crate::commands::{Copy, as_prefix, copy_one, remote_copy};
 use crate::context::Context;
 use crate::exit::CliError;
 use crate::filter::Filters;
@@ -253,7 +254,7 @@ impl LocalWalk {
                 continue;
             };
             if !meta.is_file() {
-                crate::commands::warn_not_a_file(&path);
+                cp::warn_not_a_file(&path);
                 continue;
             }
             let modified = meta
@@ -297,7 +298,7 @@ struct Summary {
     failures: Vec<String>,
 }
 
-pub async fn sync(ctx: &Context, args: SyncArgs, filters: &Filters) -> Result<(), CliError> {
+pub(super) async fn sync(ctx: &Context, args: SyncArgs, filters: &Filters) -> Result<(), CliError> {
     let started = Instant::now();
     let mut ctx = ctx.clone();
     ctx.choose_object_headers(&args.headers);
@@ -428,7 +429,7 @@ async fn run(
     // A tree's entries are regular files and listed objects: every size is known.
     let size = size.unwrap_or_default();
     if dryrun {
-        let _ = crate::commands::dry(ctx, verb, &from, &to);
+        let _ = cp::dry(ctx, verb, &from, &to);
         summary.transferred += 1;
         summary.bytes += size;
         return;

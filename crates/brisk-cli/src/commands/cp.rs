@@ -1,52 +1,25 @@
-//! The object commands: what each does, in the AWS CLI's conventions, on `brisk-client`, for
-//! `s3://` and `az://` URLs alike.
+//! `cp` and `mv`: the plan of copies (one file or object, or a tree filtered by `--include` and
+//! `--exclude`), the copies made `--concurrency` at a time, and for `mv` the check and removal of
+//! each source. `sync` makes its transfers through [`copy_one`].
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use brisk_client::{
-    CopyOptions, DownloadHead, ListOptions, ListPage, TransferOptions, TransferProgress,
-};
+use brisk_client::{CopyOptions, DownloadHead, ListOptions, TransferOptions, TransferProgress};
 use brisk_wire::xml::ObjectEntry;
 use serde_json::json;
-use time::OffsetDateTime;
-use time::macros::format_description;
 
-use crate::args::{
-    BucketArgs, CatArgs, Command, CpArgs, GlobalArgs, LsArgs, PresignArgs, RbArgs, RmArgs,
-};
+use super::{as_prefix, next_page, require_key};
+use crate::args::CpArgs;
 use crate::context::Context;
 use crate::exit::CliError;
 use crate::filter::Filters;
-use crate::location::{Location, ObjectUrl, Service};
+use crate::location::{Location, ObjectUrl};
 use crate::progress::Progress;
-use crate::size::human;
 use crate::stream;
-
-/// Runs an S3 command (`serve` and `completions` are handled before a client exists).
-pub async fn run(global: GlobalArgs, command: Command, filters: Filters) -> Result<(), CliError> {
-    let ctx = Context::new(&global)?;
-    match command {
-        Command::Cp(a) => cp(&ctx, a, &filters, Mode::Copy).await,
-        Command::Mv(a) => cp(&ctx, a, &filters, Mode::Move).await,
-        Command::Sync(a) => crate::sync::sync(&ctx, a, &filters).await,
-        Command::Ls(a) => ls(&ctx, a).await,
-        Command::Rm(a) => rm(&ctx, a, &filters).await,
-        Command::Mb(a) => mb(&ctx, a).await,
-        Command::Rb(a) => rb(&ctx, a).await,
-        Command::Cat(a) => cat(&ctx, a).await,
-        Command::Presign(a) => presign(&ctx, a),
-        Command::Completions(_) | Command::Serve(_) | Command::Bench(_) => {
-            unreachable!("handled in main")
-        }
-    }
-}
-
-// ----- cp --------------------------------------------------------------------------------------
 
 /// What `cp` and `mv` do with the source once its copy is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(super) enum Mode {
     /// Keep it (`cp`).
     Copy,
     /// Check the copy (its size at the destination), then delete the source (`mv`). A copy that
@@ -56,7 +29,7 @@ enum Mode {
 
 /// One copy to make.
 #[derive(Debug)]
-pub(crate) enum Copy {
+pub(super) enum Copy {
     /// A file up; its size as planned, or `None` for a named pipe or device, read to its end.
     Upload(PathBuf, ObjectUrl, Option<u64>),
     /// An object down; its size as planned, and its HEAD when planning made one (the download
@@ -102,7 +75,12 @@ impl Copy {
     }
 }
 
-async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(), CliError> {
+pub(super) async fn cp(
+    ctx: &Context,
+    a: CpArgs,
+    filters: &Filters,
+    mode: Mode,
+) -> Result<(), CliError> {
     let mut ctx = ctx.clone();
     ctx.verify_md5_etag = a.verify_md5;
     ctx.choose_object_headers(&a.headers);
@@ -171,7 +149,7 @@ async fn cp(ctx: &Context, a: CpArgs, filters: &Filters, mode: Mode) -> Result<(
     }
 }
 
-pub(crate) fn dry(ctx: &Context, action: &str, from: &str, to: &str) -> Result<(), CliError> {
+pub(super) fn dry(ctx: &Context, action: &str, from: &str, to: &str) -> Result<(), CliError> {
     ctx.report(
         || format!("(dryrun) {action}: {from} to {to}"),
         || json!({"action": action, "source": from, "destination": to, "dryrun": true}),
@@ -249,29 +227,11 @@ async fn plan_single(ctx: &Context, src: &Location, dst: &Location) -> Result<Co
 }
 
 /// A copy between two objects: on the server within one service, streamed between two.
-pub(crate) fn remote_copy(from: ObjectUrl, to: ObjectUrl, size: u64) -> Copy {
+pub(super) fn remote_copy(from: ObjectUrl, to: ObjectUrl, size: u64) -> Copy {
     if from.service == to.service {
         Copy::ServerSide(from, to, size)
     } else {
         Copy::Relay(from, to, size)
-    }
-}
-
-fn require_key(url: &ObjectUrl) -> Result<(), CliError> {
-    if url.key.is_empty() || url.key.ends_with('/') {
-        return Err(CliError::Usage(format!(
-            "{url} names a prefix, not an object (use --recursive)"
-        )));
-    }
-    Ok(())
-}
-
-/// The prefix a recursive command works under: `dir` means `dir/`, as a directory would.
-pub(crate) fn as_prefix(key: &str) -> String {
-    if key.is_empty() || key.ends_with('/') {
-        key.to_owned()
-    } else {
-        format!("{key}/")
     }
 }
 
@@ -357,7 +317,7 @@ fn walk(dir: &Path, relative: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Re
 
 /// Says on stderr that a tree's entry that is not a regular file (a named pipe, a device, a
 /// socket) is left out, as the AWS CLI does: reading one could wait forever or never end.
-pub(crate) fn warn_not_a_file(path: &Path) {
+pub(super) fn warn_not_a_file(path: &Path) {
     eprintln!(
         "warning: skipping {}: not a regular file (a named pipe, device or socket)",
         path.display()
@@ -382,16 +342,6 @@ async fn list_all(
         all.extend(page.objects);
     }
     Ok(all)
-}
-
-async fn next_page(
-    listing: &mut brisk_client::ListObjects,
-    url: &ObjectUrl,
-) -> Result<Option<ListPage>, CliError> {
-    listing
-        .next_page()
-        .await
-        .map_err(|e| CliError::s3(format!("list {url}"), e))
 }
 
 /// Makes the copies, up to `--concurrency` files at once (each moving its parts `--concurrency` at
@@ -510,7 +460,7 @@ async fn remove_source(ctx: &Context, copy: &Copy) -> Result<(), CliError> {
 
 /// Makes one copy and returns the bytes it moved; uploads and downloads count their parts on
 /// `counter` as they complete, a server-side copy its size when it is done.
-pub(crate) async fn copy_one(
+pub(super) async fn copy_one(
     ctx: &Context,
     copy: &Copy,
     counter: &TransferProgress,
@@ -566,277 +516,4 @@ pub(crate) async fn copy_one(
         }
         Copy::Relay(from, to, _) => stream::relay(ctx, from, to, counter).await,
     }
-}
-
-// ----- ls --------------------------------------------------------------------------------------
-
-/// `2026-11-22 04:56:17`, in UTC (the AWS CLI prints local time; UTC needs no time zone database).
-fn timestamp(t: OffsetDateTime) -> String {
-    let format = format_description!("[year]-[month]-[day] [hour]:[minute]:[second]");
-    t.format(&format).unwrap_or_default()
-}
-
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
-async fn ls(ctx: &Context, a: LsArgs) -> Result<(), CliError> {
-    let Some(path) = a.path else {
-        return list_buckets(ctx, Service::S3).await;
-    };
-    if path == "az://" {
-        return list_buckets(ctx, Service::Azure).await;
-    }
-    let url = ObjectUrl::parse(&path)?;
-    let size_text = |n: u64| {
-        if a.human_readable {
-            human(n)
-        } else {
-            n.to_string()
-        }
-    };
-    let mut listing = ctx.client(&url)?.list(
-        &url.bucket,
-        ListOptions {
-            prefix: (!url.key.is_empty()).then(|| url.key.clone()),
-            delimiter: (!a.recursive).then(|| "/".to_owned()),
-            ..ListOptions::default()
-        },
-    );
-    // Only the part after the last `/` of the prefix is printed without --recursive, as the AWS CLI.
-    let shown_from = if a.recursive {
-        0
-    } else {
-        url.key.rfind('/').map_or(0, |i| i + 1)
-    };
-    let (mut objects, mut bytes) = (0u64, 0u64);
-    while let Some(page) = next_page(&mut listing, &url).await? {
-        for prefix in &page.common_prefixes {
-            ctx.report(
-                || format!("{:>30} {}", "PRE", &prefix[shown_from.min(prefix.len())..]),
-                || json!({"type": "prefix", "prefix": prefix}),
-            );
-        }
-        for o in &page.objects {
-            objects += 1;
-            bytes += o.size;
-            ctx.report(
-                || {
-                    format!(
-                        "{} {:>10} {}",
-                        timestamp(o.last_modified),
-                        size_text(o.size),
-                        &o.key[shown_from.min(o.key.len())..]
-                    )
-                },
-                || {
-                    json!({"type": "object", "key": o.key, "size": o.size,
-                           "last_modified": rfc3339(o.last_modified), "etag": o.etag})
-                },
-            );
-        }
-    }
-    if a.summarize {
-        ctx.report(
-            || {
-                format!(
-                    "\nTotal Objects: {objects}\n   Total Size: {}",
-                    size_text(bytes)
-                )
-            },
-            || json!({"type": "summary", "total_objects": objects, "total_size": bytes}),
-        );
-    }
-    Ok(())
-}
-
-/// `ls`: the S3 buckets, as the AWS CLI lists them; `ls az://`: the Azure account's containers
-/// (`last_modified` in JSON: Azure does not report a creation date).
-async fn list_buckets(ctx: &Context, service: Service) -> Result<(), CliError> {
-    let (kind, what, date_field) = match service {
-        Service::S3 => ("bucket", "list buckets", "creation_date"),
-        Service::Azure => ("container", "list containers", "last_modified"),
-    };
-    let buckets = ctx
-        .client_of(service)?
-        .list_buckets()
-        .await
-        .map_err(|e| CliError::s3(what, e))?;
-    for b in buckets {
-        ctx.report(
-            || format!("{} {}", timestamp(b.creation_date), b.name),
-            || json!({"type": kind, "name": b.name, date_field: rfc3339(b.creation_date)}),
-        );
-    }
-    Ok(())
-}
-
-// ----- rm, mb, rb ------------------------------------------------------------------------------
-
-async fn rm(ctx: &Context, a: RmArgs, filters: &Filters) -> Result<(), CliError> {
-    let url = ObjectUrl::parse(&a.path)?;
-    if !a.recursive {
-        require_key(&url)?;
-        if a.select.dryrun {
-            return dry_delete(ctx, &url);
-        }
-        ctx.client(&url)?
-            .delete(&url.bucket, &url.key)
-            .await
-            .map_err(|e| CliError::s3(format!("delete {url}"), e))?;
-        report_delete(ctx, &url);
-        return Ok(());
-    }
-    let prefix = if url.key.is_empty() {
-        String::new()
-    } else {
-        as_prefix(&url.key)
-    };
-    delete_under(ctx, &url, &prefix, filters, a.select.dryrun).await
-}
-
-fn dry_delete(ctx: &Context, url: &ObjectUrl) -> Result<(), CliError> {
-    ctx.report(
-        || format!("(dryrun) delete: {url}"),
-        || json!({"action": "delete", "target": url.to_string(), "dryrun": true}),
-    );
-    Ok(())
-}
-
-fn report_delete(ctx: &Context, url: &ObjectUrl) {
-    ctx.report(
-        || format!("delete: {url}"),
-        || json!({"action": "delete", "target": url.to_string()}),
-    );
-}
-
-/// Deletes the selected objects under `prefix`, one DeleteObjects request per listed page (≤ 1,000
-/// keys, S3's batch limit), so memory stays one page whatever the number of objects.
-async fn delete_under(
-    ctx: &Context,
-    url: &ObjectUrl,
-    prefix: &str,
-    filters: &Filters,
-    dryrun: bool,
-) -> Result<(), CliError> {
-    let mut listing = ctx.client(url)?.list(
-        &url.bucket,
-        ListOptions {
-            prefix: (!prefix.is_empty()).then(|| prefix.to_owned()),
-            ..ListOptions::default()
-        },
-    );
-    let (mut total, mut failed) = (0usize, 0usize);
-    while let Some(page) = next_page(&mut listing, url).await? {
-        let keys: Vec<&str> = page
-            .objects
-            .iter()
-            .map(|o| o.key.as_str())
-            .filter(|k| filters.selects(&k[prefix.len()..]))
-            .collect();
-        if keys.is_empty() {
-            continue;
-        }
-        total += keys.len();
-        if dryrun {
-            for k in &keys {
-                dry_delete(ctx, &url.with_key(*k))?;
-            }
-            continue;
-        }
-        let result = ctx
-            .client(url)?
-            .delete_many(&url.bucket, &keys)
-            .await
-            .map_err(|e| CliError::s3(format!("delete under {url}"), e))?;
-        for e in &result.errors {
-            eprintln!(
-                "brisk: delete {}: {} {}",
-                url.with_key(e.key.clone()),
-                e.code,
-                e.message
-            );
-        }
-        failed += result.errors.len();
-        for k in keys {
-            if !result.errors.iter().any(|e| e.key == k) {
-                report_delete(ctx, &url.with_key(k));
-            }
-        }
-    }
-    match failed {
-        0 => Ok(()),
-        failed => Err(CliError::Partial { failed, total }),
-    }
-}
-
-fn bucket_of(text: &str) -> Result<ObjectUrl, CliError> {
-    let url = ObjectUrl::parse(text)?;
-    if !url.key.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{text}: give a bucket ({}bucket), not a key",
-            url.service.prefix()
-        )));
-    }
-    Ok(url)
-}
-
-async fn mb(ctx: &Context, a: BucketArgs) -> Result<(), CliError> {
-    let url = bucket_of(&a.bucket)?;
-    ctx.client(&url)?
-        .create_bucket(&url.bucket)
-        .await
-        .map_err(|e| CliError::s3(format!("make bucket {}", url.bucket), e))?;
-    ctx.report(
-        || format!("make_bucket: {}", url.bucket),
-        || json!({"action": "make_bucket", "bucket": url.bucket}),
-    );
-    Ok(())
-}
-
-async fn rb(ctx: &Context, a: RbArgs) -> Result<(), CliError> {
-    let url = bucket_of(&a.bucket)?;
-    if a.force {
-        delete_under(ctx, &url, "", &Filters::default(), false).await?;
-    }
-    ctx.client(&url)?
-        .delete_bucket(&url.bucket)
-        .await
-        .map_err(|e| CliError::s3(format!("remove bucket {}", url.bucket), e))?;
-    ctx.report(
-        || format!("remove_bucket: {}", url.bucket),
-        || json!({"action": "remove_bucket", "bucket": url.bucket}),
-    );
-    Ok(())
-}
-
-// ----- cat, presign ----------------------------------------------------------------------------
-
-async fn cat(ctx: &Context, a: CatArgs) -> Result<(), CliError> {
-    let url = ObjectUrl::parse(&a.path)?;
-    require_key(&url)?;
-    stream::object_to_stdout(ctx, &url).await.map(|_| ())
-}
-
-fn presign(ctx: &Context, a: PresignArgs) -> Result<(), CliError> {
-    let url = ObjectUrl::parse(&a.path)?;
-    require_key(&url)?;
-    let expires = Duration::from_secs(a.expires_in);
-    let client = ctx.client(&url)?;
-    let signed = if a.put {
-        client.presign_put(&url.bucket, &url.key, expires)
-    } else {
-        client.presign_get(&url.bucket, &url.key, expires)
-    }
-    .map_err(|e| CliError::s3(format!("presign {url}"), e))?;
-    if ctx.json {
-        println!(
-            "{}",
-            json!({"url": signed, "method": if a.put { "PUT" } else { "GET" }, "expires_in": a.expires_in})
-        );
-    } else {
-        println!("{signed}");
-    }
-    Ok(())
 }
