@@ -13,7 +13,7 @@
 //! ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`, `block_in_place`) would
 //! add a thread hand-off per slice and save no CPU. What waits for the disk — an `O_DIRECT` write,
 //! which returns when the device has the bytes, the fsync and rename of the commit, metadata
-//! transactions — runs under `block_in_place` instead (see `handler/mod.rs`, `direct.rs`).
+//! transactions — runs under `block_in_place` instead (see `blocking.rs`, `direct.rs`).
 
 use brisk_wire::S3ErrorCode;
 

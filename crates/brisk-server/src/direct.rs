@@ -139,13 +139,13 @@ impl<'a> BodyWriter<'a> {
     /// rest to its front.
     ///
     /// A direct write returns when the device has the bytes, about half a millisecond per 256 KiB
-    /// on the disks measured, so it runs under [`blocking`](crate::handler::blocking): the worker's
+    /// on the disks measured, so it runs under [`blocking`](crate::blocking::blocking): the worker's
     /// other connections move to another thread meanwhile instead of waiting, as a `100 Continue`
     /// they owed did (BENCHMARKS.md, "The server's disk writes off the worker"). A buffered write
     /// is a memory copy and stays inline (`body.rs`).
     fn drain(&mut self, len: usize) -> io::Result<()> {
         if self.direct {
-            crate::handler::blocking(|| self.write_stage(len))
+            crate::blocking::blocking(|| self.write_stage(len))
         } else {
             self.write_stage(len)
         }

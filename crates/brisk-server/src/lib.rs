@@ -21,6 +21,7 @@
 //! | `route` | path-style and virtual-hosted-style addressing, sub-resources → operation |
 //! | `auth` | SigV4 verification (header and presigned), payload-hash modes |
 //! | `body` | request bodies: read buffer → file, hashing as bytes pass, aws-chunked layering |
+//! | `blocking` | work that waits for the disk, run off the worker's other tasks |
 //! | `exchange` | per-connection buffers, responses, `sendfile` |
 //! | [`tls`] | HTTPS: the certificate and key, the plain-or-TLS connection stream |
 //! | `objects` | object fields, ranges, conditional requests, copy sources |
@@ -32,6 +33,7 @@
 
 pub mod access_log;
 mod auth;
+mod blocking;
 mod body;
 pub mod config;
 mod direct;

@@ -18,10 +18,11 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::access_log::{AccessLog, AccessRecord};
 use crate::auth::Authenticator;
+use crate::blocking::blocking;
 use crate::config::ServerConfig;
 use crate::error::S3Error;
 use crate::exchange::Exchange;
-use crate::handler::{self, Request, blocking};
+use crate::handler::{self, Request};
 use crate::route;
 use crate::scratch::{self, ScratchPool, ScratchStats};
 use crate::store::{Store, StoreConfig, StoreError};

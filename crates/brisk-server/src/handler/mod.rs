@@ -2,7 +2,7 @@
 //! response through the connection's [`Exchange`].
 //!
 //! One module per concern, as in `store/`; this one routes each [`Operation`] to its handler and
-//! holds what they share (the request's context, [`blocking`], the small-body reader, the owner).
+//! holds what they share (the request's context, the small-body reader, the owner).
 //!
 //! | module | operations |
 //! |---|---|
@@ -27,6 +27,7 @@ use brisk_wire::xml::Owner;
 use time::OffsetDateTime;
 
 use crate::auth::PayloadCheck;
+use crate::blocking::blocking;
 use crate::body::{self, BodyDigests};
 use crate::error::S3Error;
 use crate::exchange::Exchange;
@@ -47,16 +48,6 @@ fn owner() -> Owner {
 
 fn xml_time(t: SystemTime) -> OffsetDateTime {
     OffsetDateTime::from(t)
-}
-
-/// Runs a closure that may block for a while (fsync, metadata transactions) without stalling the
-/// other tasks of a multi-thread runtime's worker; on a current-thread runtime it just runs.
-pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
-        _ => f(),
-    }
 }
 
 /// One request's context.
