@@ -1,6 +1,6 @@
-//! `brisk`: the command-line tool. `cp`, `ls`, `rm`, `mb`, `rb`, `cat` and `presign` in the AWS
-//! CLI's conventions (`aws s3 ...`), on `brisk-client`; `serve` runs the embedded S3 server;
-//! `bench` measures both (see [`mod@bench`]).
+//! `brisk`: the command-line tool. `cp`, `mv`, `sync`, `ls`, `rm`, `mb`, `rb`, `cat` and `presign`
+//! in the AWS CLI's conventions (`aws s3 ...`), on `brisk-client`, one module each under
+//! [`commands`]; `serve` runs the embedded S3 server; `bench` measures both (see [`mod@bench`]).
 //!
 //! Errors print as one line on stderr (`brisk: <what failed>: <S3 code and message>; hint: ...`) and
 //! end the process with a code by kind of failure (see [`exit`]).
