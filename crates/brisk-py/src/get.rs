@@ -88,7 +88,9 @@ impl Client {
         Ok(range_buffer(crate::runtime::wait(py, read)?.py_err(py)?))
     }
 
-    /// `get_range` as a coroutine.
+    /// `get_range` as a coroutine; with `wait=False`, None (and no request) when the memory
+    /// budget would make it wait.
+    #[pyo3(signature = (bucket, key, offset, length, *, wait=true))]
     fn get_range_async<'py>(
         &self,
         py: Python<'py>,
@@ -96,11 +98,12 @@ impl Client {
         key: String,
         offset: u64,
         length: usize,
+        wait: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let client = self.inner();
         aio::spawn(
             py,
-            async move { read_range(&client, &bucket, &key, offset, length, true).await },
+            async move { read_range(&client, &bucket, &key, offset, length, wait).await },
             |py, read| aio::value(py, range_buffer(read)),
         )
     }

@@ -15,8 +15,9 @@ use crate::types::ObjectEntry;
 
 #[pymethods]
 impl Client {
-    /// Lists a bucket, page by page as iteration goes.
-    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None, page_size=None))]
+    /// Lists a bucket, page by page (of `page_size` keys, up to 1,000) as iteration goes; with
+    /// `limit`, at most that many entries, asked for in as few pages as that takes.
+    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None, page_size=None, limit=None))]
     fn list(
         &self,
         bucket: &str,
@@ -24,20 +25,17 @@ impl Client {
         delimiter: Option<String>,
         start_after: Option<String>,
         page_size: Option<u32>,
-    ) -> ListIterator {
-        let options = ListOptions {
-            prefix,
-            delimiter,
-            max_keys: page_size,
-            start_after,
-        };
-        ListIterator::new(self.inner().list(bucket, options))
+        limit: Option<usize>,
+    ) -> PyResult<ListIterator> {
+        let (options, limit) = list_options(prefix, delimiter, start_after, page_size, limit)?;
+        Ok(ListIterator::new(self.inner().list(bucket, options), limit))
     }
 
     /// The whole listing as a list, as a coroutine (pages are fetched one after another);
     /// with `limit`, at most that many entries, asked for in as few pages as that takes (an
     /// existence check is `limit=1`: one request however large the listing).
-    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None, limit=None))]
+    #[pyo3(signature = (bucket, prefix=None, *, delimiter=None, start_after=None, page_size=None, limit=None))]
+    #[allow(clippy::too_many_arguments)]
     fn list_async<'py>(
         &self,
         py: Python<'py>,
@@ -45,19 +43,11 @@ impl Client {
         prefix: Option<String>,
         delimiter: Option<String>,
         start_after: Option<String>,
+        page_size: Option<u32>,
         limit: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if limit == Some(0) {
-            return Err(PyValueError::new_err("limit must be at least 1"));
-        }
-        let options = ListOptions {
-            prefix,
-            delimiter,
-            max_keys: limit.map(|n| n.min(1000) as u32),
-            start_after,
-        };
+        let (options, limit) = list_options(prefix, delimiter, start_after, page_size, limit)?;
         let mut pages = self.inner().list(&bucket, options);
-        let limit = limit.unwrap_or(usize::MAX);
         aio::spawn(
             py,
             async move {
@@ -82,11 +72,39 @@ impl Client {
     }
 }
 
+/// What `list` and `list_async` ask for, and the most entries they give (`usize::MAX`: all).
+/// A page is no longer than the entries wanted: `limit=1` is one request for one key.
+fn list_options(
+    prefix: Option<String>,
+    delimiter: Option<String>,
+    start_after: Option<String>,
+    page_size: Option<u32>,
+    limit: Option<usize>,
+) -> PyResult<(ListOptions, usize)> {
+    if limit == Some(0) {
+        return Err(PyValueError::new_err("limit must be at least 1"));
+    }
+    let wanted = limit.map(|n| n.min(1000) as u32);
+    let max_keys = match (page_size, wanted) {
+        (Some(size), Some(wanted)) => Some(size.min(wanted)),
+        (size, wanted) => size.or(wanted),
+    };
+    let options = ListOptions {
+        prefix,
+        delimiter,
+        max_keys,
+        start_after,
+    };
+    Ok((options, limit.unwrap_or(usize::MAX)))
+}
+
 /// A listing's entries, fetched a page (up to 1,000 keys) at a time as iteration reaches them.
 #[pyclass(module = "brisk")]
 #[derive(Debug)]
 pub struct ListIterator {
     pages: ListObjects,
+    /// The entries still to be given (`limit`; `usize::MAX` without one).
+    remaining: usize,
     /// The rest of the current page: objects and common prefixes in key order.
     pending: VecDeque<Entry>,
 }
@@ -126,9 +144,10 @@ pub fn page_entries(page: brisk_client::ListPage) -> VecDeque<Entry> {
 }
 
 impl ListIterator {
-    pub fn new(pages: ListObjects) -> Self {
+    pub fn new(pages: ListObjects, limit: usize) -> Self {
         Self {
             pages,
+            remaining: limit,
             pending: VecDeque::new(),
         }
     }
@@ -141,6 +160,9 @@ impl ListIterator {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<ObjectEntry> {
+        if self.remaining == 0 {
+            return Err(PyStopIteration::new_err(()));
+        }
         while self.pending.is_empty() {
             let page = wait(py, self.pages.next_page())?.py_err(py)?;
             match page {
@@ -149,6 +171,7 @@ impl ListIterator {
             }
         }
         let entry = self.pending.pop_front().expect("a page entry");
+        self.remaining -= 1;
         entry.into_py(py)
     }
 

@@ -1048,6 +1048,93 @@ def test_asyncio_progress_errors_reach_the_caller(client, bucket, tmp_path):
     asyncio.run(main())
 
 
+def test_list_async_takes_page_size_and_list_takes_limit(client, bucket):
+    """`list_async(page_size=)` asks for pages of that many keys, as `list` does, and `list(limit=)`
+    stops at that many entries in as few pages as that takes, as `list_async` does."""
+    keys = [f"k{i:02d}" for i in range(7)]
+    for k in keys:
+        client.put(bucket, k, b"x")
+
+    async def listed(**kwargs):
+        before = client.metrics()["requests"]
+        entries = await client.list_async(bucket, **kwargs)
+        return [e.key for e in entries], client.metrics()["requests"] - before
+
+    assert asyncio.run(listed(page_size=3)) == (keys, 3)
+    assert asyncio.run(listed(page_size=3, limit=4)) == (keys[:4], 2)
+    assert asyncio.run(listed(limit=2)) == (keys[:2], 1)
+    assert asyncio.run(listed()) == (keys, 1)
+    it = client.list(bucket, page_size=3, limit=5)
+    assert [e.key for e in it] == keys[:5]
+    assert it.pages_fetched == 2
+    it = client.list(bucket, limit=1)
+    assert [e.key for e in it] == keys[:1]
+    assert it.pages_fetched == 1
+    with pytest.raises(ValueError, match="limit"):
+        client.list(bucket, limit=0)
+
+
+def test_get_range_without_waiting_for_memory(server, bucket):
+    """`wait=False`, on `get_range` and `get_range_async`: None and no request when the memory
+    budget would make the read wait, the bytes when it has room."""
+    client = server.client(max_memory="4MiB", kept_buffers=0)
+    data = payload(MiB)
+    client.put(bucket, "a", data)
+    held = client.get(bucket, "a")
+    too_much = client.memory()["available"] + 1  # under the capacity: it would wait for `held`
+    assert too_much < 4 * MiB
+    before = client.metrics()["requests"]
+    assert client.get_range(bucket, "a", 0, too_much, wait=False) is None
+
+    async def main():
+        assert await client.get_range_async(bucket, "a", 0, too_much, wait=False) is None
+        assert client.metrics()["requests"] == before
+        assert bytes(await client.get_range_async(bucket, "a", 5, 10, wait=False)) == data[5:15]
+
+    asyncio.run(main())
+    assert bytes(client.get_range(bucket, "a", 5, 10, wait=False)) == data[5:15]
+    del held
+
+
+def test_async_transfers_report_progress_as_the_blocking_ones_do(client, bucket, tmp_path):
+    """`progress=` on `upload_async` and `download_async` (with and without `size=`) is told what
+    `upload` and `download` tell it: rising counts against the size, ending at (size, size); it is
+    called with the GIL from brisk's runtime, not on the loop's thread."""
+    data = payload(20 * MiB + 5)
+    path = tmp_path / "up.bin"
+    path.write_bytes(data)
+    calls = {}
+
+    def recorder(which):
+        calls[which] = []
+        return lambda done, total: calls[which].append((done, total, threading.get_ident()))
+
+    assert client.upload(path, bucket, "sync", progress=recorder("upload")).size == len(data)
+    assert client.download(bucket, "sync", tmp_path / "d1", progress=recorder("download")) == len(data)
+
+    async def main():
+        loop_thread = threading.get_ident()
+        up = await client.upload_async(path, bucket, "async", progress=recorder("upload_async"))
+        assert up.size == len(data)
+        target = tmp_path / "d2"
+        n = await client.download_async(bucket, "async", target, progress=recorder("download_async"))
+        assert n == len(data) and target.read_bytes() == data
+        n = await client.download_async(
+            bucket, "async", tmp_path / "d3", progress=recorder("download_async_sized"), size=len(data)
+        )
+        assert n == len(data)
+        return loop_thread
+
+    loop_thread = asyncio.run(main())
+    for which, seen in calls.items():
+        assert seen, which
+        assert seen[-1][:2] == (len(data), len(data)), which
+        assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen), which
+        assert all(total == len(data) for _, total, _ in seen), which
+        if which.endswith(("_async", "_sized")):
+            assert all(thread != loop_thread for _, _, thread in seen), which
+
+
 def test_asyncio_cancellation(client, bucket):
     client.put(bucket, "a", payload(MiB))
 

@@ -574,7 +574,12 @@ class Client:
         delimiter: str | None = None,
         start_after: str | None = None,
         page_size: int | None = None,
-    ) -> ListIterator: ...
+        limit: int | None = None,
+    ) -> ListIterator:
+        """The entries under `prefix` in key order (with `delimiter`, the common prefixes among
+        them), fetched a page at a time as iteration reaches them: pages of `page_size` keys (the
+        service's most, 1,000, by default). With `limit`, at most that many entries, asked for in
+        as few pages as that takes (pages of at most `limit` keys)."""
     def presign(
         self, bucket: str, key: str, *, method: str = "GET", expires_in: float = 3600
     ) -> str: ...
@@ -593,7 +598,17 @@ class Client:
         offset: int = 0,
         length: int | None = None,
     ) -> Awaitable[int]: ...
+    @overload
     def get_range_async(self, bucket: str, key: str, offset: int, length: int) -> Awaitable[Buffer]: ...
+    @overload
+    def get_range_async(
+        self, bucket: str, key: str, offset: int, length: int, *, wait: bool
+    ) -> Awaitable[Buffer | None]: ...
+    def get_range_async(
+        self, bucket: str, key: str, offset: int, length: int, *, wait: bool = True
+    ) -> Awaitable[Buffer | None]:
+        """`get_range`; with `wait=False`, None (and no request) when the memory budget would make
+        the read wait."""
     def get_ranges_async(
         self,
         bucket: str,
@@ -662,9 +677,11 @@ class Client:
         *,
         delimiter: str | None = None,
         start_after: str | None = None,
+        page_size: int | None = None,
         limit: int | None = None,
     ) -> Awaitable[list[ObjectEntry]]:
-        """The whole listing (or its first `limit` entries) as a list."""
+        """`list`: the whole listing (or its first `limit` entries) as a list, its pages of
+        `page_size` keys fetched one after another."""
     def download_async(
         self,
         bucket: str,
@@ -674,7 +691,9 @@ class Client:
         progress: _Progress | None = None,
         size: int | None = None,
     ) -> Awaitable[int]:
-        """`download`; `progress` is called from brisk's runtime, not the event loop."""
+        """`download`. `progress(bytes_done, total)` is called as `download` calls it (at most every
+        0.1 s and once at the end; an exception from it stops the download and is raised), from
+        the task on brisk's runtime with the GIL taken for the call, never on the event loop."""
     def upload_async(
         self,
         path: _Path,
@@ -687,7 +706,9 @@ class Client:
         metadata: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Awaitable[UploadResult]:
-        """`upload`; `progress` is called from brisk's runtime, not the event loop."""
+        """`upload`. `progress(bytes_sent, total)` is called as `upload` calls it (at most every
+        0.1 s and once at the end; an exception from it aborts the upload and is raised), from the
+        task on brisk's runtime with the GIL taken for the call, never on the event loop."""
     def upload_fileobj_async(
         self,
         fileobj: _Readable,
