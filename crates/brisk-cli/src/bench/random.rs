@@ -33,7 +33,7 @@ use super::chart::{COLORS, Series, YScale, line_chart};
 use super::measure::GIB;
 use super::procfs::Process;
 use super::random_point::{Figures, MeasureOptions, measure};
-use super::report::{Machine, STYLE, escape};
+use super::report::{Machine, STYLE, escape, figures_json, ms};
 use super::server::ServerSettings;
 use super::{BenchError, ClientSizing, Status, command_line, in_session};
 use crate::args::{GlobalArgs, PipeliningArg, RandomArgs};
@@ -331,31 +331,6 @@ fn pipelining_name(p: PipeliningArg) -> &'static str {
         PipeliningArg::On => "on",
         PipeliningArg::Off => "off",
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// One measured run's figures as JSON (also the suite's `random` case's runs).
-pub fn figures_json(f: &Figures) -> Value {
-    json!({
-        "reads": f.reads,
-        "errors": f.errors,
-        "bytes": f.bytes,
-        "seconds": f.elapsed.as_secs_f64(),
-        "iops": f.iops,
-        "mib_per_s": f.mib_per_s,
-        "cpu_seconds": f.cpu_seconds,
-        "cpu_s_per_gib": f.cpu_s_per_gib,
-        "p50_ms": ms(f.latency_p50),
-        "p99_ms": ms(f.latency_p99),
-        "threads": f.threads,
-        "sockets": f.sockets,
-        "max_connections": f.connections,
-        "pipelined": f.pipelined,
-        "fell_back": f.fell_back,
-    })
 }
 
 fn opt(value: Option<f64>, digits: usize) -> String {

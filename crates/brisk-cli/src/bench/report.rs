@@ -2,11 +2,13 @@
 //! document as a file (`--json-file`), and an HTML page with inline SVG bar charts (`--report`).
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::cases::CaseResult;
 use super::measure::Stats;
+use super::random_point::Figures;
 use super::server::ServerSettings;
 use crate::args::CaseKind;
 use crate::size::human;
@@ -375,9 +377,35 @@ fn random_line(case: &CaseResult) -> String {
     )
 }
 
+/// A duration in milliseconds, as the JSON documents and tables give latencies.
+pub(super) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// One measured run's figures as JSON: a point of `brisk bench random`, or a run of the suite's
+/// `random` case.
+pub(super) fn figures_json(f: &Figures) -> Value {
+    json!({
+        "reads": f.reads,
+        "errors": f.errors,
+        "bytes": f.bytes,
+        "seconds": f.elapsed.as_secs_f64(),
+        "iops": f.iops,
+        "mib_per_s": f.mib_per_s,
+        "cpu_seconds": f.cpu_seconds,
+        "cpu_s_per_gib": f.cpu_s_per_gib,
+        "p50_ms": ms(f.latency_p50),
+        "p99_ms": ms(f.latency_p99),
+        "threads": f.threads,
+        "sockets": f.sockets,
+        "max_connections": f.connections,
+        "pipelined": f.pipelined,
+        "fell_back": f.fell_back,
+    })
+}
+
 /// The `random` case's figures for the JSON document (null for other cases).
 fn random_json(case: &CaseResult) -> Value {
-    use super::random_point::Figures;
     if case.random.is_empty() {
         return Value::Null;
     }
@@ -392,7 +420,7 @@ fn random_json(case: &CaseResult) -> Value {
         "cpu_s_per_gib": stats(|f| f.cpu_s_per_gib),
         "p50_ms": stats(|f| f.latency_p50.as_secs_f64() * 1e3),
         "p99_ms": stats(|f| f.latency_p99.as_secs_f64() * 1e3),
-        "runs": case.random.iter().map(super::random::figures_json).collect::<Vec<_>>(),
+        "runs": case.random.iter().map(figures_json).collect::<Vec<_>>(),
     })
 }
 
