@@ -39,7 +39,7 @@ use crate::request::{AWS_CHUNK_SIZE, RequestSpec, Target};
 use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 // Defined with the object operations; still public here, where callers first found it.
-pub use crate::objects::DELETE_BATCH;
+pub use crate::request::DELETE_BATCH;
 // The size from which a body waits for `100 Continue` (at most CONTINUE_WAIT); the request
 // builder that decides it is private.
 pub use crate::request::EXPECT_CONTINUE_THRESHOLD;

@@ -11,8 +11,9 @@ use tokio::task::JoinSet;
 
 use crate::client::{Client, read_small_body};
 use crate::error::{Error, Result, ServiceError};
+use crate::multipart::next_finished_part;
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
-use crate::transfer::{MAX_PARTS, MIN_PART_SIZE, next_finished_part};
+use crate::transfer::{MAX_PARTS, MIN_PART_SIZE};
 
 /// S3's limit on user metadata: 2 KB, names and values together (as UTF-8 bytes).
 pub const MAX_USER_METADATA: usize = 2 * 1024;

@@ -122,23 +122,8 @@ pub(crate) fn stored_blob_md5(head: &ResponseHead) -> Option<Md5Digest> {
 /// The largest range whose MD5 Azure returns (`x-ms-range-get-content-md5`): 4 MiB.
 pub(crate) const TRANSACTIONAL_MD5_MAX: u64 = 4 * 1024 * 1024;
 
-/// Adds `x-ms-range-get-content-md5` to a ranged GET of `len` bytes when the service is Azure and
-/// the range is one it returns the MD5 of; says whether it did (then the answer's MD5 is
-/// [`sent_range_md5`]).
-pub(crate) fn ask_range_md5(
-    spec: crate::request::RequestSpec<'_>,
-    azure: bool,
-    len: u64,
-) -> (crate::request::RequestSpec<'_>, bool) {
-    if azure && len <= TRANSACTIONAL_MD5_MAX {
-        (spec.header("x-ms-range-get-content-md5", "true"), true)
-    } else {
-        (spec, false)
-    }
-}
-
 /// The MD5 a partial answer (206) carries for the range it sent (`Content-MD5`, which Azure
-/// returns when [`ask_range_md5`] asked for it).
+/// returns when `request::ask_range_md5` asked for it).
 pub(crate) fn sent_range_md5(head: &ResponseHead) -> Option<Md5Digest> {
     if head.status() != 206 {
         return None;

@@ -46,16 +46,20 @@ pub mod client;
 pub mod config;
 pub mod copy;
 mod dialect;
+mod download;
 pub mod error;
 mod file_send;
 pub mod get_many;
 pub mod integrity;
 pub mod list;
+mod local_file;
 mod low_water;
 pub mod metrics;
+mod multipart;
 pub mod object_writer;
 pub mod objects;
 mod part_layouts;
+mod part_sums;
 mod pool;
 mod presign;
 pub mod put_many;
@@ -66,6 +70,7 @@ pub mod stream;
 pub mod stream_count;
 mod tls;
 pub mod transfer;
+mod upload;
 pub mod upload_stream;
 
 pub use batch::{

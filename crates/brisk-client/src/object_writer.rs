@@ -29,17 +29,28 @@
 //! multipart upload in the background when dropped inside a tokio runtime; elsewhere the parts stay
 //! until the bucket's lifecycle rule for incomplete uploads removes them.
 
-use brisk_mem::PooledBlock;
+use brisk_mem::{MAX_BLOCK_SIZE, PooledBlock};
 use brisk_wire::xml::CompletedPart;
 use tokio::task::JoinSet;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::multipart::next_finished_part;
 use crate::request::{check_bucket, check_key};
-use crate::transfer::{
-    MAX_PARTS, TransferOptions, UploadResult, check_upload_options, next_finished_part,
-};
-use crate::upload_stream::stream_part_size;
+use crate::transfer::{MAX_PARTS, TransferOptions, UploadResult, check_upload_options};
+
+/// Parts between doublings of the part size of a stream of unknown length: 1,000. With 5 MiB parts
+/// the size reaches the 8 MiB block limit at part 1,001; a stream never runs out of parts before it
+/// runs into the 78 GiB ceiling.
+pub const PART_SIZE_DOUBLING_INTERVAL: u32 = 1_000;
+
+/// The size of part `part_number` (1-based) of a stream whose first parts are `first` bytes.
+pub fn stream_part_size(first: usize, part_number: u32) -> usize {
+    let doublings = (part_number.saturating_sub(1) / PART_SIZE_DOUBLING_INTERVAL).min(8);
+    first
+        .saturating_mul(1usize << doublings)
+        .min(MAX_BLOCK_SIZE)
+}
 
 /// An object being written; see the [module docs](self).
 #[derive(Debug)]
@@ -438,5 +449,29 @@ impl Drop for ObjectWriter {
                     .await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transfer::{DEFAULT_PART_SIZE, MIN_PART_SIZE};
+
+    #[test]
+    fn part_size_grows_to_the_block_limit() {
+        let mib = 1024 * 1024;
+        assert_eq!(stream_part_size(MIN_PART_SIZE, 1), 5 * mib);
+        assert_eq!(stream_part_size(MIN_PART_SIZE, 1_000), 5 * mib);
+        assert_eq!(stream_part_size(MIN_PART_SIZE, 1_001), 8 * mib);
+        assert_eq!(stream_part_size(DEFAULT_PART_SIZE, 10_000), 8 * mib);
+        assert_eq!(stream_part_size(MIN_PART_SIZE, u32::MAX), 8 * mib);
+    }
+
+    #[test]
+    fn ten_thousand_parts_hold_78_gib() {
+        let total: u64 = (1..=MAX_PARTS as u32)
+            .map(|n| stream_part_size(MIN_PART_SIZE, n) as u64)
+            .sum();
+        assert!(total > 75 * (1u64 << 30), "{total}");
     }
 }

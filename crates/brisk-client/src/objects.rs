@@ -46,13 +46,11 @@ use crate::integrity::{
     CHECKSUM_MODE_HEADER, UploadChecksum, checksum_matches, stored_blob_md5, stored_checksum,
     verify, verify_md5,
 };
+use crate::part_sums::PartSums;
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
 use crate::retry::{RetryContext, RetryDecision};
-use crate::transfer::PartSums;
 
-/// The most keys one DeleteObjects request carries (S3's limit); [`Client::delete_many`] sends
-/// larger lists in batches of this size.
-pub const DELETE_BATCH: usize = brisk_wire::xml::MAX_DELETE_OBJECTS;
+pub use crate::request::DELETE_BATCH;
 
 /// The checksum an object is stored with, as its HEAD told it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

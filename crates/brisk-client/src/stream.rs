@@ -300,7 +300,7 @@ impl ObjectStream {
             .header("if-match", etag.clone())
             .header("range", format!("bytes={from}-{last}"));
         let (spec, range_md5) =
-            crate::integrity::ask_range_md5(spec, self.client.is_azure(), last - from + 1);
+            crate::request::ask_range_md5(spec, self.client.is_azure(), last - from + 1);
         let response = match self.client.send(&spec).await {
             Ok(r) => r,
             Err(Error::PreconditionFailed(_)) => return Err(Error::ObjectChanged { etag }),

@@ -13,7 +13,7 @@
 //!
 //! The length is unknown, so the part size cannot be chosen from it. Parts start at
 //! `options.part_size` and double every [`PART_SIZE_DOUBLING_INTERVAL`] parts up to the pool's largest
-//! block ([`MAX_BLOCK_SIZE`], 8 MiB), which keeps small streams in small parts and lets large ones
+//! block ([`MAX_BLOCK_SIZE`](brisk_mem::MAX_BLOCK_SIZE), 8 MiB), which keeps small streams in small parts and lets large ones
 //! reach 10,000 × 8 MiB ≈ 78 GiB, S3's part limit times the largest block. A stream longer than that
 //! fails with [`Error::InvalidArgument`] before part 10,001 is sent (and the upload is aborted).
 //!
@@ -26,7 +26,6 @@
 //!
 //! A failure of the reader or of any request aborts the multipart upload, so no parts linger.
 
-use brisk_mem::MAX_BLOCK_SIZE;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::client::Client;
@@ -35,18 +34,7 @@ use crate::object_writer::ObjectWriter;
 use crate::stream::ObjectStream;
 use crate::transfer::{TransferOptions, UploadResult};
 
-/// Parts between doublings of the part size of a stream of unknown length: 1,000. With 5 MiB parts
-/// the size reaches the 8 MiB block limit at part 1,001; a stream never runs out of parts before it
-/// runs into the 78 GiB ceiling.
-pub const PART_SIZE_DOUBLING_INTERVAL: u32 = 1_000;
-
-/// The size of part `part_number` (1-based) of a stream whose first parts are `first` bytes.
-pub fn stream_part_size(first: usize, part_number: u32) -> usize {
-    let doublings = (part_number.saturating_sub(1) / PART_SIZE_DOUBLING_INTERVAL).min(8);
-    first
-        .saturating_mul(1usize << doublings)
-        .min(MAX_BLOCK_SIZE)
-}
+pub use crate::object_writer::{PART_SIZE_DOUBLING_INTERVAL, stream_part_size};
 
 impl Client {
     /// Uploads everything `reader` yields to `bucket`/`key`: one PUT if it ends within the first
@@ -191,28 +179,4 @@ async fn fill_on_blocking_pool(
     })?;
     writer.put_part_back(block, filled);
     Ok((reader, read))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::transfer::{DEFAULT_PART_SIZE, MAX_PARTS, MIN_PART_SIZE};
-
-    #[test]
-    fn part_size_grows_to_the_block_limit() {
-        let mib = 1024 * 1024;
-        assert_eq!(stream_part_size(MIN_PART_SIZE, 1), 5 * mib);
-        assert_eq!(stream_part_size(MIN_PART_SIZE, 1_000), 5 * mib);
-        assert_eq!(stream_part_size(MIN_PART_SIZE, 1_001), 8 * mib);
-        assert_eq!(stream_part_size(DEFAULT_PART_SIZE, 10_000), 8 * mib);
-        assert_eq!(stream_part_size(MIN_PART_SIZE, u32::MAX), 8 * mib);
-    }
-
-    #[test]
-    fn ten_thousand_parts_hold_78_gib() {
-        let total: u64 = (1..=MAX_PARTS as u32)
-            .map(|n| stream_part_size(MIN_PART_SIZE, n) as u64)
-            .sum();
-        assert!(total > 75 * (1u64 << 30), "{total}");
-    }
 }

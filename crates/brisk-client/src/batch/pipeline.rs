@@ -31,10 +31,10 @@ use super::scheduler::Scheduler;
 use super::types::{Filled, MAX_PIPELINE_DEPTH, Pipelining, Work};
 use crate::client::Response;
 use crate::error::{Error, ServiceError};
-use crate::integrity::{ask_range_md5, sent_range_md5};
+use crate::integrity::sent_range_md5;
 use crate::objects::PopulateAhead;
 use crate::pool::PooledConnection;
-use crate::request::{RequestSpec, Target};
+use crate::request::{RequestSpec, Target, ask_range_md5};
 use crate::retry::{RetryDecision, is_stale_reuse};
 
 /// Runs one lane until the batch shuts down.
