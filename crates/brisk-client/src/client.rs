@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::integrity::CHECKSUM_MODE_HEADER;
 use crate::metrics::{ClientMetrics, Counters};
 use crate::pool::{ConnectionPool, PoolSettings, PooledConnection};
-use crate::request::{AWS_CHUNK_SIZE, RequestSpec, Target};
+use crate::request::{AWS_CHUNK_SIZE, Address, RequestSpec};
 use crate::retry::{RetryContext, RetryDecision, is_stale_reuse};
 
 // Defined with the object operations; still public here, where callers first found it.
@@ -210,7 +210,7 @@ impl Client {
         }
     }
 
-    pub(crate) fn target(&self, bucket: Option<&str>, key: Option<&str>) -> Target {
+    pub(crate) fn target(&self, bucket: Option<&str>, key: Option<&str>) -> Address {
         self.inner
             .dialect
             .target(&self.inner.config.endpoint, bucket, key)

@@ -24,11 +24,11 @@ pub(crate) type Layout = Option<(u64, u32)>;
 #[derive(Debug, Default)]
 pub(crate) struct PartLayouts {
     /// By the hash of bucket, key and ETag; the entry holds them to tell a collision apart.
-    entries: Mutex<HashMap<u64, Entry>>,
+    entries: Mutex<HashMap<u64, KnownLayout>>,
 }
 
 #[derive(Debug)]
-struct Entry {
+struct KnownLayout {
     bucket: Box<str>,
     key: Box<str>,
     etag: Box<str>,
@@ -58,7 +58,7 @@ impl PartLayouts {
         }
         entries.insert(
             id(bucket, key, etag),
-            Entry {
+            KnownLayout {
                 bucket: bucket.into(),
                 key: key.into(),
                 etag: etag.into(),

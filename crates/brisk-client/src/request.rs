@@ -292,7 +292,7 @@ const EMPTY_SHA256_BYTES: [u8; 32] = [
 
 /// Where a request goes: the host to connect to, the `Host` header, and the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Target {
+pub(crate) struct Address {
     /// Host name to connect to (a bucket's virtual host, or the endpoint's host).
     pub(crate) host: String,
     /// TCP port.
@@ -309,7 +309,7 @@ pub(crate) fn target(
     addressing: Addressing,
     bucket: Option<&str>,
     key: Option<&str>,
-) -> Target {
+) -> Address {
     let key_path = key.map(encode_key_path);
     let virtual_bucket = bucket.filter(|b| {
         addressing == Addressing::VirtualHosted && is_virtual_host_compatible(b, endpoint.scheme)
@@ -328,7 +328,7 @@ pub(crate) fn target(
         ),
         (None, None) => (endpoint.host.clone(), "/".to_owned()),
     };
-    Target {
+    Address {
         host_header: endpoint.host_header(&host),
         host,
         port: endpoint.port,
@@ -372,7 +372,7 @@ pub(crate) fn check_bucket(bucket: &str) -> Result<(), Error> {
 pub(crate) fn signed_head(
     signer: Option<&Signer>,
     spec: &RequestSpec<'_>,
-    target: &Target,
+    target: &Address,
     now: SystemTime,
 ) -> Result<RequestHead, Error> {
     let signed = match signer {

@@ -34,7 +34,7 @@ use crate::error::{Error, ServiceError};
 use crate::integrity::sent_range_md5;
 use crate::objects::PopulateAhead;
 use crate::pool::PooledConnection;
-use crate::request::{RequestSpec, Target, ask_range_md5};
+use crate::request::{Address, RequestSpec, ask_range_md5};
 use crate::retry::{RetryDecision, is_stale_reuse};
 
 /// Runs one lane until the batch shuts down.
@@ -59,10 +59,10 @@ pub(crate) async fn run_lane(scheduler: Arc<Scheduler>) {
 struct Lane {
     scheduler: Arc<Scheduler>,
     /// The bucket's host (the pool's key) and port.
-    target: Target,
+    target: Address,
     /// The last key's request target: a batch reads many ranges of few objects, and building a
     /// target (encoded path, host header) made five allocations per request.
-    key_target: Option<(Arc<str>, Target)>,
+    key_target: Option<(Arc<str>, Address)>,
     conn: Option<PooledConnection>,
     /// Taken from the queue, destinations not all there yet.
     to_send: VecDeque<Work>,

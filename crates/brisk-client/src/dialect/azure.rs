@@ -10,7 +10,7 @@ use brisk_wire::sigv4::encode_key_path;
 
 use crate::config::{AzureConfig, AzureCredentials, Endpoint};
 use crate::error::{Error, ServiceError};
-use crate::request::{RequestSpec, Target, USER_AGENT};
+use crate::request::{Address, RequestSpec, USER_AGENT};
 
 /// How Azure Blob requests are addressed and authorized.
 #[derive(Debug)]
@@ -60,7 +60,7 @@ impl AzureDialect {
         endpoint: &Endpoint,
         container: Option<&str>,
         blob: Option<&str>,
-    ) -> Target {
+    ) -> Address {
         let mut path = String::new();
         if self.config.account_in_path {
             path.push('/');
@@ -76,7 +76,7 @@ impl AzureDialect {
         if path.is_empty() {
             path.push('/');
         }
-        Target {
+        Address {
             host_header: endpoint.host_header(&endpoint.host),
             host: endpoint.host.clone(),
             port: endpoint.port,
@@ -89,7 +89,7 @@ impl AzureDialect {
     pub(crate) fn head(
         &self,
         spec: &RequestSpec<'_>,
-        target: &Target,
+        target: &Address,
         now: SystemTime,
     ) -> Result<RequestHead, Error> {
         let mut query = spec.query.clone();

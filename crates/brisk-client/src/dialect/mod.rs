@@ -29,7 +29,7 @@ use brisk_wire::http::{Headers, RequestHead};
 
 use crate::config::Endpoint;
 use crate::error::Error;
-use crate::request::{RequestSpec, Target};
+use crate::request::{Address, RequestSpec};
 
 pub(crate) use azure::AzureDialect;
 pub(crate) use s3::S3Dialect;
@@ -50,7 +50,7 @@ impl Dialect {
         endpoint: &Endpoint,
         bucket: Option<&str>,
         key: Option<&str>,
-    ) -> Target {
+    ) -> Address {
         match self {
             Self::S3(s3) => s3.target(endpoint, bucket, key),
             Self::Azure(azure) => azure.target(endpoint, bucket, key),
@@ -61,7 +61,7 @@ impl Dialect {
     pub(crate) fn head(
         &self,
         spec: &RequestSpec<'_>,
-        target: &Target,
+        target: &Address,
         now: SystemTime,
     ) -> Result<RequestHead, Error> {
         match self {

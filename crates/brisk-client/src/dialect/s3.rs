@@ -9,7 +9,7 @@ use brisk_wire::xml::{ErrorDocument, XmlDocument};
 
 use crate::config::{Addressing, Endpoint};
 use crate::error::{Error, ServiceError};
-use crate::request::{RequestSpec, Target, signed_head, target};
+use crate::request::{Address, RequestSpec, signed_head, target};
 
 /// How S3 requests are addressed and signed.
 #[derive(Debug)]
@@ -27,14 +27,14 @@ impl S3Dialect {
         endpoint: &Endpoint,
         bucket: Option<&str>,
         key: Option<&str>,
-    ) -> Target {
+    ) -> Address {
         target(endpoint, self.addressing, bucket, key)
     }
 
     pub(crate) fn head(
         &self,
         spec: &RequestSpec<'_>,
-        target: &Target,
+        target: &Address,
         now: SystemTime,
     ) -> Result<RequestHead, Error> {
         signed_head(self.signer.as_ref(), spec, target, now)
