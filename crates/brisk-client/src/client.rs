@@ -11,8 +11,8 @@
 //!
 //! The operations live in their own modules and depend on this one, not the other way round:
 //! objects ([`crate::objects`]), buckets ([`crate::buckets`]), listings ([`crate::list`]), copies
-//! ([`crate::copy`]), transfers ([`crate::transfer`], [`crate::upload_stream`]), streams
-//! ([`crate::stream`]), batch reads ([`crate::batch`]) and presigned URLs.
+//! ([`crate::copy`]), transfers ([`crate::transfer`], [`crate::upload_reader`]), streams
+//! ([`crate::object_stream`]), batch reads ([`crate::batch`]) and presigned URLs.
 //!
 //! # Retries
 //!

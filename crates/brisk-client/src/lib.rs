@@ -23,7 +23,8 @@
 //!
 //! The request engine ([`client`]: signing, pooled connections, retries, error mapping) sits under
 //! one module per kind of operation: [`objects`], [`buckets`], [`list`], [`copy`], [`transfer`],
-//! [`get_many`], [`put_many`], [`upload_stream`], [`object_writer`], [`stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
+//! [`get_many`], [`put_many`], [`upload_reader`], [`object_writer`],
+//! [`object_stream`], [`read_ahead`], [`batch`], and presigned URLs ([`Client::presign`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), brisk_client::Error> {
@@ -56,6 +57,7 @@ mod local_file;
 mod low_water;
 pub mod metrics;
 mod multipart;
+pub mod object_stream;
 pub mod object_writer;
 pub mod objects;
 mod part_layouts;
@@ -66,12 +68,11 @@ pub mod put_many;
 pub mod read_ahead;
 mod request;
 pub mod retry;
-pub mod stream;
 pub mod stream_count;
 mod tls;
 pub mod transfer;
 mod upload;
-pub mod upload_stream;
+pub mod upload_reader;
 
 pub use batch::{
     BatchOptions, BatchReader, BatchStats, Completion, Destination, Filled, LentBuffer, Pipelining,
@@ -89,14 +90,24 @@ pub use get_many::{GetMany, ObjectRead, ObjectReads};
 pub use integrity::UploadChecksum;
 pub use list::{ListObjects, ListOptions, ListPage};
 pub use metrics::ClientMetrics;
+pub use object_stream::ObjectStream;
 pub use object_writer::ObjectWriter;
 pub use objects::{DownloadHead, ObjectHeaders, ObjectMeta, PayloadSigning, PutOptions, PutResult};
 pub use put_many::{ObjectWrite, ObjectWrites, PutSource};
 pub use read_ahead::ReadAhead;
 pub use retry::RetryPolicy;
-pub use stream::ObjectStream;
 pub use stream_count::StreamMeasure;
 pub use transfer::{TransferOptions, TransferProgress, UploadResult};
 
 /// Access key, secret and optional session token (from `brisk-wire`'s SigV4 module).
 pub use brisk_wire::sigv4::Credentials;
+
+/// [`object_stream`] under its former name.
+pub mod stream {
+    pub use crate::object_stream::*;
+}
+
+/// [`upload_reader`] under its former name.
+pub mod upload_stream {
+    pub use crate::upload_reader::*;
+}

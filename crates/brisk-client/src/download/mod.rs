@@ -16,7 +16,7 @@ use brisk_mem::MAX_BLOCK_SIZE;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::local_file::{TempFile, failed_file_task, file_error, is_special_file};
-use crate::stream::ObjectStream;
+use crate::object_stream::ObjectStream;
 use crate::transfer::TransferOptions;
 
 use check::{Computed, DownloadCheck, digest_file};

@@ -30,15 +30,15 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::object_stream::ObjectStream;
 use crate::object_writer::ObjectWriter;
-use crate::stream::ObjectStream;
 use crate::transfer::{TransferOptions, UploadResult};
 
 pub use crate::object_writer::{PART_SIZE_DOUBLING_INTERVAL, stream_part_size};
 
 impl Client {
     /// Uploads everything `reader` yields to `bucket`/`key`: one PUT if it ends within the first
-    /// part, else a multipart upload (see [`crate::upload_stream`]). Returns the bytes read.
+    /// part, else a multipart upload (see [`crate::upload_reader`]). Returns the bytes read.
     pub async fn upload_reader<R: AsyncRead + Unpin>(
         &self,
         bucket: &str,
