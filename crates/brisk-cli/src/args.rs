@@ -502,8 +502,10 @@ pub struct BenchPlaceArgs {
 pub enum BenchCommand {
     /// Random reads of one object: a sweep of block size x queue depth (IOPS, MiB/s, CPU, latency).
     Random(Box<RandomArgs>),
-    /// A mix of GET, PUT, HEAD, DELETE and LIST on a population of objects for a fixed time, as
-    /// warp's `mixed` runs it (rate, bytes/s, CPU per operation, latency and TTFB percentiles).
+    /// GET, PUT, HEAD, DELETE and LIST by percentage for a fixed time, as warp mixed (rate, latency, CPU).
+    ///
+    /// A population of objects is uploaded first; the mix then runs on it, its PUTs replacing what
+    /// its DELETEs remove, and every object written is deleted at the end.
     Mixed(Box<MixedArgs>),
 }
 
