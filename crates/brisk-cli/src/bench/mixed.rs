@@ -287,10 +287,16 @@ impl Population {
         id
     }
 
-    fn put_done(&mut self, id: u64, size: u64, ok: bool) {
-        if ok {
-            self.unsure.remove(&id);
-            self.live.push((id, size));
+    fn put_done(&mut self, id: u64, size: u64, end: PutEnd) {
+        match end {
+            PutEnd::Stored => {
+                self.unsure.remove(&id);
+                self.live.push((id, size));
+            }
+            PutEnd::Refused => {
+                self.unsure.remove(&id);
+            }
+            PutEnd::Unknown => {}
         }
     }
 
@@ -299,6 +305,27 @@ impl Population {
         let mut ids: Vec<u64> = self.live.drain(..).map(|(id, _)| id).collect();
         ids.extend(self.unsure.drain());
         ids
+    }
+}
+
+/// How a PUT ended, for the population.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PutEnd {
+    Stored,
+    /// The server refused it (an error response that is not worth a retry: no such bucket, access
+    /// denied, ...): nothing was stored.
+    Refused,
+    /// It failed otherwise (the connection, a server error): the object may exist.
+    Unknown,
+}
+
+impl PutEnd {
+    fn of<T>(outcome: &Result<T, brisk_client::Error>) -> Self {
+        match outcome {
+            Ok(_) => Self::Stored,
+            Err(e) if e.service_error().is_some() && !e.is_retryable() => Self::Refused,
+            Err(_) => Self::Unknown,
+        }
     }
 }
 
@@ -516,7 +543,7 @@ async fn put(shared: &Shared, random: &mut XorShift) -> Outcome {
         )
         .await
         .map(|_| (size, None));
-    shared.population().put_done(id, size, outcome.is_ok());
+    shared.population().put_done(id, size, PutEnd::of(&outcome));
     outcome
 }
 
@@ -1226,20 +1253,31 @@ async fn prepare(shared: &Arc<Shared>, target: &Target<'_>) -> Result<(), BenchE
         let (shared, next) = (shared.clone(), next.clone());
         loops.spawn(async move {
             let mut random = XorShift::new(0x9e9a_0000 + seed as u64);
-            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < shared.plan.objects {
-                put(&shared, &mut random).await?;
+            use std::sync::atomic::Ordering::Relaxed;
+            while next.fetch_add(1, Relaxed) < shared.plan.objects {
+                if let Err(e) = put(&shared, &mut random).await {
+                    // The other loops stop after the PUT they are sending.
+                    next.store(shared.plan.objects, Relaxed);
+                    return Err(e);
+                }
             }
             Ok::<(), brisk_client::Error>(())
         });
     }
+    // After an error every loop ends; all are awaited, so that no PUT is left in flight (whose
+    // object the clean-up would have to guess at).
+    let mut first = None;
     while let Some(done) = loops.join_next().await {
         let done = done.map_err(|e| {
             CliError::local("upload the objects", std::io::Error::other(e.to_string()))
         })?;
         if let Err(e) = done {
-            let at = target.url(&shared.prefix);
-            return Err(CliError::s3(format!("upload the objects under {at}"), e).into());
+            first.get_or_insert(e);
         }
+    }
+    if let Some(e) = first {
+        let at = target.url(&shared.prefix);
+        return Err(CliError::s3(format!("upload the objects under {at}"), e).into());
     }
     Ok(())
 }
@@ -1407,9 +1445,11 @@ mod tests {
         assert_eq!(p.start_delete(&mut random), None);
         let a = p.start_put();
         let b = p.start_put();
-        p.put_done(a, 100, true);
-        p.put_done(b, 200, false);
-        // b failed: not live, but it may exist, so the clean-up still deletes it.
+        let c = p.start_put();
+        p.put_done(a, 100, PutEnd::Stored);
+        p.put_done(b, 200, PutEnd::Unknown);
+        p.put_done(c, 300, PutEnd::Refused);
+        // b failed: not live, but it may exist, so the clean-up still deletes it; c was refused.
         assert_eq!(p.live, vec![(a, 100)]);
         assert_eq!(p.start_read(&mut random), Some((a, 100)));
         assert_eq!(p.start_delete(&mut random), None, "a is being read");

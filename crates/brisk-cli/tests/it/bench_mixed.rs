@@ -193,6 +193,28 @@ fn mixed_against_an_endpoint_leaves_the_bucket_as_it_was() {
     let objects = String::from_utf8_lossy(&listing.stdout);
     assert_eq!(objects.lines().count(), 1, "{objects}");
     assert!(objects.contains("keep.txt"), "{objects}");
+
+    // A bucket that does not exist: the upload of the population fails (exit 3), and the PUTs
+    // the server refused leave nothing to delete.
+    let out = brisk(
+        &server.url,
+        &[
+            "bench",
+            "mixed",
+            "--quick",
+            "--bucket",
+            "nosuch",
+            "--report",
+            report.to_str().unwrap(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("upload the objects under s3://nosuch/"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("could not delete"), "{stderr}");
 }
 
 #[test]
