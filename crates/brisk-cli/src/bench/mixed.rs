@@ -856,8 +856,7 @@ impl MixedReport {
             .collect();
         let mut latency: Vec<Series> = Vec::new();
         for (i, o) in self.ops.iter().enumerate() {
-            let color = COLORS[i % COLORS.len()];
-            let mut add = |label: String, spread: Spread| {
+            let mut add = |label: String, spread: Spread, color: &'static str| {
                 let points = spread
                     .values()
                     .iter()
@@ -870,11 +869,13 @@ impl MixedReport {
                     points,
                 });
             };
+            // Each operation keeps its colour of the rate chart; GET's TTFB takes the sixth, which
+            // no operation has.
             if let Some(l) = o.latency_ms {
-                add(o.op.name().to_uppercase(), l);
+                add(o.op.name().to_uppercase(), l, COLORS[i % COLORS.len()]);
             }
             if let Some(t) = o.ttfb_ms {
-                add(format!("{} TTFB", o.op.name().to_uppercase()), t);
+                add(format!("{} TTFB", o.op.name().to_uppercase()), t, COLORS[5]);
             }
         }
         page.push_str(&line_chart_on(
