@@ -68,6 +68,7 @@ pub mod put_many;
 pub mod read_ahead;
 mod request;
 pub mod retry;
+mod s3;
 pub mod stream_count;
 mod tls;
 pub mod transfer;

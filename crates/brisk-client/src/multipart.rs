@@ -4,15 +4,12 @@
 //! (`upload.rs`), [`ObjectWriter`](crate::ObjectWriter) and multipart copies
 //! ([`Client::copy_object`]) are built on them.
 
-use brisk_wire::sigv4::PayloadHash;
-use brisk_wire::xml::{
-    CompleteMultipartUpload, CompleteMultipartUploadResult, CompletedPart, ErrorDocument,
-    InitiateMultipartUploadResult, XmlDocument,
-};
+use brisk_wire::xml::{CompletedPart, InitiateMultipartUploadResult, XmlDocument};
 use tokio::task::JoinSet;
 
 use crate::client::{Client, finish, read_small_body};
-use crate::error::{Error, Result, ServiceError};
+use crate::dialect::Dialect;
+use crate::error::{Error, Result};
 use crate::integrity::UploadChecksum;
 use crate::part_sums::PartSums;
 use crate::request::{FileBody, RequestSpec, TrailingChecksum, push_query};
@@ -22,8 +19,8 @@ impl Client {
     /// Azure checks each block against `x-ms-content-crc64`: its uploads compute CRC-64 while they
     /// read, whatever was chosen for S3.
     pub(crate) fn with_dialect_checksum(&self, mut options: TransferOptions) -> TransferOptions {
-        if self.is_azure() {
-            options.checksum = UploadChecksum::Crc64Nvme;
+        if let Some(checksum) = self.dialect().block_checksum() {
+            options.checksum = checksum;
         }
         options
     }
@@ -37,24 +34,14 @@ impl Client {
         key: &str,
         options: &TransferOptions,
     ) -> Result<String> {
-        if self.is_azure() {
-            // Blocks are staged under ids of their own; there is no upload to create (the content
-            // type goes with the block list).
-            return Ok(String::new());
+        match self.dialect() {
+            Dialect::S3(_) => self.s3_create_multipart_upload(bucket, key, options).await,
+            Dialect::Azure(_) => {
+                // Blocks are staged under ids of their own; there is no upload to create (the
+                // content type goes with the block list).
+                Ok(String::new())
+            }
         }
-        let checksum = options.checksum;
-        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
-            .header("x-amz-checksum-algorithm", checksum.algorithm().s3_name());
-        spec = options
-            .headers
-            .add_to(spec, options.content_type.as_deref(), false);
-        // A CRC can be combined from the parts' CRCs, so the object gets a checksum of its whole
-        // bytes (S3's FULL_OBJECT type), which a parallel download checks without knowing the part
-        // boundaries. SHA-256 can only be COMPOSITE (a checksum of the parts' checksums).
-        if checksum != UploadChecksum::Sha256 {
-            spec = spec.header("x-amz-checksum-type", "FULL_OBJECT");
-        }
-        self.create_upload(spec).await
     }
 
     /// CreateMultipartUpload of `spec` (a POST to the object, with whatever headers the upload is
@@ -79,39 +66,28 @@ impl Client {
         algorithm: UploadChecksum,
         known: Option<PartSums>,
     ) -> Result<CompletedPart> {
-        if self.is_azure() {
-            let crc64 = known
-                .filter(|_| algorithm == UploadChecksum::Crc64Nvme)
-                .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
-            return self
-                .azure_put_block(bucket, key, part_number, data, crc64)
-                .await;
+        match self.dialect() {
+            Dialect::S3(_) => {
+                self.s3_upload_part(
+                    bucket,
+                    key,
+                    upload_id,
+                    part_number,
+                    data,
+                    signed,
+                    algorithm,
+                    known,
+                )
+                .await
+            }
+            Dialect::Azure(_) => {
+                let crc64 = known
+                    .filter(|_| algorithm == UploadChecksum::Crc64Nvme)
+                    .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
+                self.azure_put_block(bucket, key, part_number, data, crc64)
+                    .await
+            }
         }
-        // A checksum known before the head (computed while the part was read, on cache-hot bytes)
-        // goes in a header, with the payload signed or `UNSIGNED-PAYLOAD`. A signed payload needs
-        // its SHA-256 before the head anyway, so its checksum is computed then if not known; an
-        // unsigned one without a known checksum is sent aws-chunked with the checksum computed
-        // while it is written, as a trailer.
-        let trailer = TrailingChecksum::new(algorithm);
-        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key)).part_of_created_upload();
-        let header_checksum = if signed || known.is_some() {
-            let sums = known.unwrap_or_else(|| PartSums::of(algorithm, data, signed));
-            spec.payload = sums.payload_hash(signed, data);
-            let checksum = sums.checksum;
-            spec = spec.header(algorithm.algorithm().header_name(), checksum.clone());
-            spec.body = data;
-            Some(checksum)
-        } else {
-            spec = spec.aws_chunked(data, &trailer);
-            None
-        };
-        push_query(&mut spec.query, "partNumber", &part_number.to_string());
-        push_query(&mut spec.query, "uploadId", upload_id);
-        let response = self.send(&spec).await?;
-        let checksum = header_checksum
-            .or_else(|| trailer.value())
-            .expect("a part was sent, so its checksum was computed");
-        completed_part(response, part_number, algorithm, checksum).await
     }
 
     /// Sends part `part_number` from the file range `body` (see [`FileBody`]): aws-chunked, its
@@ -140,7 +116,7 @@ impl Client {
 }
 
 /// The part an UploadPart response acknowledged, with the checksum that was sent for it.
-async fn completed_part(
+pub(crate) async fn completed_part(
     response: crate::client::Response,
     part_number: u32,
     algorithm: UploadChecksum,
@@ -176,35 +152,13 @@ impl Client {
         parts: Vec<CompletedPart>,
         stored: Option<&TransferOptions>,
     ) -> Result<String> {
-        if self.is_azure() {
-            return self.azure_put_block_list(bucket, key, parts, stored).await;
+        match self.dialect() {
+            Dialect::S3(_) => {
+                self.s3_complete_multipart_upload(bucket, key, upload_id, parts, stored)
+                    .await
+            }
+            Dialect::Azure(_) => self.azure_put_block_list(bucket, key, parts, stored).await,
         }
-        let body = CompleteMultipartUpload { parts }.to_vec()?;
-        let mut spec = RequestSpec::new("POST", Some(bucket), Some(key))
-            .header("content-type", "application/xml")
-            .slow_answer();
-        if stored.is_some_and(|o| o.if_none_match_any) {
-            spec = spec.header("if-none-match", "*");
-        }
-        push_query(&mut spec.query, "uploadId", upload_id);
-        spec.payload = PayloadHash::of(&body);
-        spec.body = &body;
-        let mut response = self.send(&spec).await?;
-        let status = response.head().status();
-        let request_id = response.header("x-amz-request-id").map(str::to_owned);
-        let xml = read_small_body(&mut response).await?;
-        response.release();
-        // S3 may answer 200 and then report a failure in the body (the head goes out before the
-        // parts are assembled).
-        if let Ok(document) = ErrorDocument::parse(&xml) {
-            return Err(Error::from_service(ServiceError::new(
-                status.max(500),
-                Some(document),
-                request_id,
-                &self.config().region,
-            )));
-        }
-        Ok(CompleteMultipartUploadResult::parse(&xml)?.etag)
     }
 
     pub(crate) async fn abort_multipart_upload(
@@ -213,14 +167,13 @@ impl Client {
         key: &str,
         upload_id: &str,
     ) -> Result<()> {
-        if self.is_azure() {
-            // Uncommitted blocks are discarded by the service after a week; nothing to abort.
-            return Ok(());
+        match self.dialect() {
+            Dialect::S3(_) => self.s3_abort_multipart_upload(bucket, key, upload_id).await,
+            Dialect::Azure(_) => {
+                // Uncommitted blocks are discarded by the service after a week; nothing to abort.
+                Ok(())
+            }
         }
-        let mut spec = RequestSpec::new("DELETE", Some(bucket), Some(key));
-        push_query(&mut spec.query, "uploadId", upload_id);
-        let response = self.send(&spec).await?;
-        finish(response).await
     }
 }
 

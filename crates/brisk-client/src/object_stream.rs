@@ -299,8 +299,7 @@ impl ObjectStream {
         let spec = RequestSpec::new("GET", Some(&self.bucket), Some(&self.key))
             .header("if-match", etag.clone())
             .header("range", format!("bytes={from}-{last}"));
-        let (spec, range_md5) =
-            crate::request::ask_range_md5(spec, self.client.is_azure(), last - from + 1);
+        let (spec, range_md5) = self.client.dialect().ask_range_md5(spec, last - from + 1);
         let response = match self.client.send(&spec).await {
             Ok(r) => r,
             Err(Error::PreconditionFailed(_)) => return Err(Error::ObjectChanged { etag }),

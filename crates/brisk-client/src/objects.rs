@@ -32,19 +32,17 @@ use std::time::SystemTime;
 
 use brisk_mem::{BudgetError, ExactBuf};
 use brisk_wire::checksum::{
-    BlockCrcs, ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, Md5,
-    MultipartChecksum,
+    BlockCrcs, ChecksumAlgorithm, ChecksumValue, Checksummer, CompositeChecksum, MultipartChecksum,
 };
 use brisk_wire::object_headers::StandardHeader;
-use brisk_wire::sigv4::PayloadHash;
-use brisk_wire::xml::{Delete, DeleteResult, ObjectIdentifier, XmlDocument};
+use brisk_wire::xml::DeleteResult;
 
-use crate::client::{Client, Response, body_length, finish, read_small_body, whole_object_get};
+use crate::client::{Client, Response, body_length, whole_object_get};
 use crate::config::Scheme;
+use crate::dialect::Dialect;
 use crate::error::{Error, Result};
 use crate::integrity::{
-    CHECKSUM_MODE_HEADER, UploadChecksum, checksum_matches, stored_blob_md5, stored_checksum,
-    verify, verify_md5,
+    CHECKSUM_MODE_HEADER, UploadChecksum, checksum_matches, stored_checksum, verify, verify_md5,
 };
 use crate::part_sums::PartSums;
 use crate::request::{RequestSpec, check_bucket, check_key, push_query};
@@ -283,9 +281,8 @@ impl Client {
                     .header(CHECKSUM_MODE_HEADER, "ENABLED"),
             )
             .await?;
-        let azure = self.is_azure();
         let checksum = StoredChecksum {
-            blob_md5: azure.then(|| stored_blob_md5(response.head())).flatten(),
+            blob_md5: self.dialect().stored_blob_md5(response.head()),
             full: stored_checksum(response.head()),
             composite: crate::integrity::stored_composite(response.head()),
             any: ChecksumAlgorithm::ALL
@@ -421,11 +418,7 @@ impl Client {
 
     /// The MD5 an Azure blob is stored with, from a whole-blob GET's response (S3: `None`).
     fn blob_md5(&self, response: &Response) -> Option<brisk_wire::checksum::Md5Digest> {
-        if self.is_azure() {
-            stored_blob_md5(response.head())
-        } else {
-            None
-        }
+        self.dialect().stored_blob_md5(response.head())
     }
 
     /// The whole object in one buffer of exactly its size, paid for by the client's memory budget
@@ -849,52 +842,25 @@ impl Client {
     ) -> Result<PutResult> {
         check_bucket(bucket)?;
         check_key(key)?;
-        if self.is_azure() {
-            let crc64 = known
-                .filter(|_| options.checksum == UploadChecksum::Crc64Nvme)
-                .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
-            return self.azure_put_blob(bucket, key, body, options, crc64).await;
+        match self.dialect() {
+            Dialect::S3(_) => self.s3_put_summed(bucket, key, body, options, known).await,
+            Dialect::Azure(_) => {
+                let crc64 = known
+                    .filter(|_| options.checksum == UploadChecksum::Crc64Nvme)
+                    .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
+                self.azure_put_blob(bucket, key, body, options, crc64).await
+            }
         }
-        let signed = self.signs_payload(options.payload_signing);
-        let sums = known.unwrap_or_else(|| PartSums::of(options.checksum, body, signed));
-        let payload = sums.payload_hash(signed, body);
-        let checksum = sums.checksum;
-        let mut spec = RequestSpec::new("PUT", Some(bucket), Some(key))
-            .header(options.checksum.algorithm().header_name(), checksum.clone());
-        spec = options
-            .headers
-            .add_to(spec, options.content_type.as_deref(), false);
-        if options.if_none_match_any {
-            spec = spec.header("if-none-match", "*");
-        }
-        spec.payload = payload;
-        spec.body = body;
-        let response = self.send(&spec).await?;
-        let etag = response.header("etag").map(str::to_owned);
-        finish(response).await?;
-        Ok(PutResult {
-            etag,
-            checksum_crc32c: if options.checksum == UploadChecksum::Crc32c {
-                checksum.clone()
-            } else {
-                String::new()
-            },
-            checksum_algorithm: options.checksum,
-            checksum,
-        })
     }
 
     /// Deletes `bucket`/`key`. Deleting a key that does not exist succeeds, as in S3.
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<()> {
         check_bucket(bucket)?;
         check_key(key)?;
-        if self.is_azure() {
-            return self.azure_delete_blob(bucket, key).await;
+        match self.dialect() {
+            Dialect::S3(_) => self.s3_delete(bucket, key).await,
+            Dialect::Azure(_) => self.azure_delete_blob(bucket, key).await,
         }
-        let response = self
-            .send(&RequestSpec::new("DELETE", Some(bucket), Some(key)))
-            .await?;
-        finish(response).await
     }
 
     /// Deletes `keys` from `bucket` with DeleteObjects, [`DELETE_BATCH`] keys per request. Keys
@@ -906,55 +872,10 @@ impl Client {
         keys: &[K],
     ) -> Result<DeleteResult> {
         check_bucket(bucket)?;
-        let mut total = DeleteResult::default();
-        if self.is_azure() {
-            // Azure has no multi-delete in the blob API (batch is a separate multipart protocol):
-            // one Delete Blob per key, each failure reported as DeleteObjects reports it.
-            for key in keys {
-                let key = key.as_ref();
-                match self.azure_delete_blob(bucket, key).await {
-                    Ok(()) => total.deleted.push(brisk_wire::xml::DeletedObject {
-                        key: key.to_owned(),
-                        ..Default::default()
-                    }),
-                    Err(e) => total.errors.push(brisk_wire::xml::DeleteError {
-                        key: key.to_owned(),
-                        code: e
-                            .service_error()
-                            .map_or_else(|| "ClientError".to_owned(), |s| s.code.clone()),
-                        message: e.to_string(),
-                        ..Default::default()
-                    }),
-                }
-            }
-            return Ok(total);
+        match self.dialect() {
+            Dialect::S3(_) => self.s3_delete_many(bucket, keys).await,
+            Dialect::Azure(_) => self.azure_delete_blobs(bucket, keys).await,
         }
-        for batch in keys.chunks(DELETE_BATCH) {
-            let document = Delete {
-                quiet: true,
-                objects: batch
-                    .iter()
-                    .map(|k| ObjectIdentifier {
-                        key: k.as_ref().to_owned(),
-                        version_id: None,
-                    })
-                    .collect(),
-            };
-            let body = document.to_vec()?;
-            let mut spec = RequestSpec::new("POST", Some(bucket), None)
-                .header("content-md5", Md5::digest(&body).to_base64())
-                .header("content-type", "application/xml");
-            spec.query = "delete=".to_owned();
-            spec.payload = PayloadHash::of(&body);
-            spec.body = &body;
-            let mut response = self.send(&spec).await?;
-            let xml = read_small_body(&mut response).await?;
-            response.release();
-            let result = DeleteResult::parse(&xml)?;
-            total.deleted.extend(result.deleted);
-            total.errors.extend(result.errors);
-        }
-        Ok(total)
     }
 }
 

@@ -5,11 +5,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use brisk_wire::sigv4::{AmzDate, SignableRequest};
-
 use crate::client::Client;
-use crate::config::Scheme;
-use crate::error::{Error, Result};
+use crate::dialect::Dialect;
+use crate::error::Result;
 use crate::request::{check_bucket, check_key};
 
 impl Client {
@@ -24,7 +22,7 @@ impl Client {
     }
 
     /// A presigned URL for `method` on `bucket`/`key`, signed at `now`. An anonymous client has
-    /// nothing to sign with: [`Error::InvalidArgument`].
+    /// nothing to sign with: [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn presign(
         &self,
         method: &str,
@@ -35,30 +33,9 @@ impl Client {
     ) -> Result<String> {
         check_bucket(bucket)?;
         check_key(key)?;
-        if self.is_azure() {
-            return self.azure_presign(method, bucket, key, expires, now);
+        match self.dialect() {
+            Dialect::S3(_) => self.s3_presign(method, bucket, key, expires, now),
+            Dialect::Azure(_) => self.azure_presign(method, bucket, key, expires, now),
         }
-        let target = self.target(Some(bucket), Some(key));
-        let headers: [(&str, &[u8]); 1] = [("host", target.host_header.as_bytes())];
-        let request = SignableRequest {
-            method,
-            path: &target.path,
-            query: "",
-            headers: &headers,
-        };
-        let Some(signer) = self.signer() else {
-            return Err(Error::InvalidArgument {
-                what: "an anonymous client has no credentials to presign a URL with".to_owned(),
-            });
-        };
-        let presigned = signer.presign(&request, expires, AmzDate::from_system_time(now)?)?;
-        let scheme = match self.config().endpoint.scheme {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        };
-        Ok(format!(
-            "{scheme}://{}{}?{}",
-            target.host_header, target.path, presigned.query
-        ))
     }
 }

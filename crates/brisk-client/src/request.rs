@@ -11,7 +11,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::config::{Addressing, Endpoint, is_virtual_host_compatible};
 use crate::error::Error;
-use crate::integrity::{TRANSACTIONAL_MD5_MAX, UploadChecksum};
+use crate::integrity::UploadChecksum;
 
 /// `User-Agent` sent with every request, so server logs can tell brisk's traffic apart.
 pub const USER_AGENT: &str = concat!("brisk/", env!("CARGO_PKG_VERSION"));
@@ -450,21 +450,6 @@ pub(crate) fn expects_continue(len: u64) -> bool {
 /// The most keys one DeleteObjects request carries (S3's limit); [`Client::delete_many`](crate::Client::delete_many) sends
 /// larger lists in batches of this size.
 pub const DELETE_BATCH: usize = brisk_wire::xml::MAX_DELETE_OBJECTS;
-
-/// Adds `x-ms-range-get-content-md5` to a ranged GET of `len` bytes when the service is Azure and
-/// the range is one it returns the MD5 of; says whether it did (then the answer's MD5 is
-/// [`sent_range_md5`](crate::integrity::sent_range_md5)).
-pub(crate) fn ask_range_md5(
-    spec: RequestSpec<'_>,
-    azure: bool,
-    len: u64,
-) -> (RequestSpec<'_>, bool) {
-    if azure && len <= TRANSACTIONAL_MD5_MAX {
-        (spec.header("x-ms-range-get-content-md5", "true"), true)
-    } else {
-        (spec, false)
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -261,7 +261,7 @@ impl Client {
     /// anyway), TLS encrypts in user space, and Azure takes blocks with a CRC-64 header.
     pub(crate) fn sends_from_files(&self, signing: PayloadSigning) -> bool {
         !self.signs_payload(signing)
-            && !self.is_azure()
+            && self.dialect().takes_trailing_checksums()
             && self.config().endpoint.scheme == crate::config::Scheme::Http
     }
 

@@ -13,6 +13,7 @@ use crate::copy::CopyResult;
 use crate::error::{Error, Result};
 use crate::objects::{PutOptions, PutResult};
 use crate::request::{RequestSpec, push_query};
+use brisk_wire::xml::DeleteResult;
 
 /// How long a pending copy is waited for before giving up: 1 hour. A copy within an account is
 /// usually complete when the request returns; across accounts it runs at the service's pace.
@@ -140,6 +141,35 @@ impl Client {
         }
         self.send(&build(("content-md5", Md5::digest(data).to_base64())))
             .await
+    }
+
+    /// The Azure form of [`delete_many`](Self::delete_many): one Delete Blob per key.
+    pub(crate) async fn azure_delete_blobs<K: AsRef<str>>(
+        &self,
+        container: &str,
+        keys: &[K],
+    ) -> Result<DeleteResult> {
+        let mut total = DeleteResult::default();
+        // Azure has no multi-delete in the blob API (batch is a separate multipart protocol):
+        // one Delete Blob per key, each failure reported as DeleteObjects reports it.
+        for key in keys {
+            let key = key.as_ref();
+            match self.azure_delete_blob(container, key).await {
+                Ok(()) => total.deleted.push(brisk_wire::xml::DeletedObject {
+                    key: key.to_owned(),
+                    ..Default::default()
+                }),
+                Err(e) => total.errors.push(brisk_wire::xml::DeleteError {
+                    key: key.to_owned(),
+                    code: e
+                        .service_error()
+                        .map_or_else(|| "ClientError".to_owned(), |s| s.code.clone()),
+                    message: e.to_string(),
+                    ..Default::default()
+                }),
+            }
+        }
+        Ok(total)
     }
 
     /// Delete Blob. A blob that does not exist counts as deleted, as a missing key does in S3.

@@ -1,6 +1,7 @@
 //! The operations whose wire form differs in Azure Blob Storage (block blobs). The public methods
 //! of [`Client`] stay the same for both services; where S3 and Azure send different requests,
-//! the method matches on the client's dialect and calls the Azure form here:
+//! the method matches on the client's dialect and calls the S3 form in [`crate::s3`] or the
+//! Azure form here:
 //!
 //! | operation | S3 | Azure Blob |
 //! |---|---|---|

@@ -34,7 +34,7 @@ use crate::error::{Error, ServiceError};
 use crate::integrity::sent_range_md5;
 use crate::objects::PopulateAhead;
 use crate::pool::PooledConnection;
-use crate::request::{Address, RequestSpec, ask_range_md5};
+use crate::request::{Address, RequestSpec};
 use crate::retry::{RetryDecision, is_stale_reuse};
 
 /// Runs one lane until the batch shuts down.
@@ -180,7 +180,7 @@ impl Lane {
             let mut spec = RequestSpec::new("GET", Some(&scheduler.bucket), Some(work.key()))
                 .header("range", range);
             // Azure returns the MD5 of a range up to 4 MiB: checked when the range lands.
-            (spec, _) = ask_range_md5(spec, dialect.azure().is_some(), work.end() - work.start());
+            (spec, _) = dialect.ask_range_md5(spec, work.end() - work.start());
             if self
                 .key_target
                 .as_ref()
@@ -319,7 +319,7 @@ impl Lane {
                     .map_err(|e| Failure::Connection(e.into()))?
             };
             let work = self.in_flight.pop_front().expect("in flight");
-            let checked = scheduler.client.is_azure();
+            let checked = scheduler.client.dialect().sends_range_md5s();
             if let Some(error) = checked
                 .then(|| range_md5_mismatch(conn, &work, body_len, &scheduler.bucket))
                 .flatten()

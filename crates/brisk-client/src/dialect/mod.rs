@@ -12,8 +12,11 @@
 //!   [`Error`] by meaning (`BlobNotFound` is [`Error::NoSuchKey`], as `NoSuchKey` is);
 //! - what the operations whose wire forms differ send: listings, single PUTs, how a multipart
 //!   write is staged and committed (S3's CreateMultipartUpload/UploadPart/Complete, Azure's Put
-//!   Block/Put Block List), copies, containers and presigned URLs. Those operations match on the
-//!   dialect where they build their requests (see [`crate::azure`] for the Azure side).
+//!   Block/Put Block List), copies, containers and presigned URLs. Each of those operations
+//!   chooses its form in one match on the dialect: S3's in [`crate::s3`], Azure's in
+//!   [`crate::azure`]. Whether a service checks blocks, ranges or blobs by its own checksums
+//!   ([`Dialect::block_checksum`], [`Dialect::sends_range_md5`], [`Dialect::stored_blob_md5`]) is
+//!   asked here too, so the engine never asks which service it speaks.
 //!
 //! A request reaches the dialect as a [`RequestSpec`]: method, bucket (container), key (blob),
 //! query, headers and body. The data path's requests (whole and ranged GETs, HEAD, `If-Match`
@@ -27,8 +30,12 @@ use std::time::SystemTime;
 
 use brisk_wire::http::{Headers, RequestHead};
 
+use brisk_wire::checksum::Md5Digest;
+use brisk_wire::http::ResponseHead;
+
 use crate::config::Endpoint;
 use crate::error::Error;
+use crate::integrity::{TRANSACTIONAL_MD5_MAX, UploadChecksum, stored_blob_md5};
 use crate::request::{Address, RequestSpec};
 
 pub(crate) use azure::AzureDialect;
@@ -84,6 +91,64 @@ impl Dialect {
         match self {
             Self::S3(_) => "x-amz-meta-",
             Self::Azure(_) => "x-ms-meta-",
+        }
+    }
+
+    /// The checksum each uploaded block must carry, whatever the caller chose: Azure checks
+    /// every block against `x-ms-content-crc64`, so its uploads compute CRC-64 while they read;
+    /// S3 takes the caller's.
+    pub(crate) fn block_checksum(&self) -> Option<UploadChecksum> {
+        match self {
+            Self::S3(_) => None,
+            Self::Azure(_) => Some(UploadChecksum::Crc64Nvme),
+        }
+    }
+
+    /// Whether a body may be sent aws-chunked with its checksum as a trailer (what an upload from
+    /// a file sends with `sendfile`): S3 takes it; Azure takes blocks with a CRC-64 header.
+    pub(crate) fn takes_trailing_checksums(&self) -> bool {
+        match self {
+            Self::S3(_) => true,
+            Self::Azure(_) => false,
+        }
+    }
+
+    /// Whether answers to ranged GETs may carry the range's MD5 (`Content-MD5`): Azure sends it
+    /// when asked ([`ask_range_md5`](Self::ask_range_md5)); S3 never does.
+    pub(crate) fn sends_range_md5s(&self) -> bool {
+        match self {
+            Self::S3(_) => false,
+            Self::Azure(_) => true,
+        }
+    }
+
+    /// Whether the service sends the MD5 of a range of `len` bytes when asked: Azure, up to
+    /// 4 MiB.
+    pub(crate) fn sends_range_md5(&self, len: u64) -> bool {
+        self.sends_range_md5s() && len <= TRANSACTIONAL_MD5_MAX
+    }
+
+    /// Adds `x-ms-range-get-content-md5` to a ranged GET of `len` bytes when the service returns
+    /// the MD5 of such a range; says whether it did (then the answer's MD5 is
+    /// [`sent_range_md5`](crate::integrity::sent_range_md5)).
+    pub(crate) fn ask_range_md5<'a>(
+        &self,
+        spec: RequestSpec<'a>,
+        len: u64,
+    ) -> (RequestSpec<'a>, bool) {
+        if self.sends_range_md5(len) {
+            (spec.header("x-ms-range-get-content-md5", "true"), true)
+        } else {
+            (spec, false)
+        }
+    }
+
+    /// The MD5 a blob is stored with, from a HEAD's or a whole GET's answer: Azure's
+    /// `Content-MD5`; S3 stores none of its own.
+    pub(crate) fn stored_blob_md5(&self, head: &ResponseHead) -> Option<Md5Digest> {
+        match self {
+            Self::S3(_) => None,
+            Self::Azure(_) => stored_blob_md5(head),
         }
     }
 

@@ -10,7 +10,6 @@ use tokio::task::JoinSet;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::integrity::TRANSACTIONAL_MD5_MAX;
 use crate::local_file::file_error;
 use crate::stream_count::StreamCount;
 use crate::transfer::{TransferOptions, TransferProgress};
@@ -36,7 +35,7 @@ impl Client {
         let (writes, writer) = start_file_writer(Arc::clone(file), 2 * options.parts_in_flight);
         // Azure sends the MD5 of a range of up to 4 MiB: one part per GET keeps it, and a stream
         // running alone asks for no more.
-        let md5_per_part = self.is_azure() && options.part_size as u64 <= TRANSACTIONAL_MD5_MAX;
+        let md5_per_part = self.dialect().sends_range_md5(options.part_size as u64);
         let job = Arc::new(StreamedDownload {
             bucket: target.bucket.to_owned(),
             key: target.key.to_owned(),
