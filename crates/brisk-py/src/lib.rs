@@ -1,8 +1,8 @@
 //! `brisk._brisk`: the native module of the `brisk` Python package.
 //!
 //! - [`client`]: `brisk.Client`, its configuration and what its calls share; every call releases
-//!   the GIL, and each has an asyncio form (`_async`, through [`aio`]) with the same parameters,
-//!   written beside it in the module of its operation:
+//!   the GIL, and each that does I/O has an asyncio form (`_async`, through [`aio`]) with the same
+//!   parameters, written beside it in the module of its operation:
 //!   - [`get`]: `get`, `get_into`, `get_range`; [`head`]: `head`;
 //!     [`ranges`]: `get_ranges`, many ranges as one batch;
 //!   - [`many`]: `get_many` and `iter_many`, whole objects of many keys;
