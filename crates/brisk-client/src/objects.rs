@@ -137,6 +137,17 @@ pub struct ObjectHeaders {
     pub metadata: Vec<(String, String)>,
 }
 
+/// The order an upload sends the standard headers in, as it always has (the table's order is
+/// the one brisk serve answers in).
+const SENT_ORDER: [StandardHeader; 6] = [
+    StandardHeader::ContentType,
+    StandardHeader::CacheControl,
+    StandardHeader::ContentDisposition,
+    StandardHeader::ContentEncoding,
+    StandardHeader::ContentLanguage,
+    StandardHeader::Expires,
+];
+
 impl ObjectHeaders {
     /// The field that holds `header`; `None` for `Content-Type`, which an upload takes in a field
     /// of its own ([`PutOptions::content_type`]).
@@ -185,7 +196,7 @@ impl ObjectHeaders {
         content_type: Option<&str>,
         azure: bool,
     ) -> RequestSpec<'a> {
-        for header in StandardHeader::ALL {
+        for header in SENT_ORDER {
             // Azure keeps no Expires of its own.
             let name = if azure {
                 header.azure_name()
