@@ -4,51 +4,17 @@
 //! bucket of any size holds one page in memory at a time. The pager follows
 //! `NextContinuationToken` until the server says the listing is complete.
 
-use brisk_wire::xml::{ListBucketResult, ListVersion, ObjectEntry, XmlDocument};
+use brisk_wire::xml::ObjectEntry;
 
-use crate::client::{Client, read_small_body};
-use crate::error::{Error, Result};
-use crate::request::{RequestSpec, check_bucket, push_query};
+use crate::client::Client;
+use crate::dialect::Dialect;
+use crate::error::Result;
 
 impl Client {
     /// Lists `bucket` (ListObjectsV2), page by page: call [`ListObjects::next_page`] until it returns
     /// `None`.
     pub fn list(&self, bucket: &str, options: ListOptions) -> ListObjects {
         ListObjects::new(self.clone(), bucket.to_owned(), options)
-    }
-
-    /// Sends one ListObjectsV2 request (used by [`ListObjects`]).
-    pub(crate) async fn list_page(
-        &self,
-        bucket: &str,
-        options: &ListOptions,
-        continuation_token: Option<&str>,
-    ) -> Result<ListBucketResult> {
-        check_bucket(bucket)?;
-        let mut query = String::new();
-        if let Some(token) = continuation_token {
-            push_query(&mut query, "continuation-token", token);
-        }
-        if let Some(delimiter) = &options.delimiter {
-            push_query(&mut query, "delimiter", delimiter);
-        }
-        push_query(&mut query, "encoding-type", "url");
-        push_query(&mut query, "list-type", "2");
-        if let Some(max) = options.max_keys {
-            push_query(&mut query, "max-keys", &max.to_string());
-        }
-        if let Some(prefix) = &options.prefix {
-            push_query(&mut query, "prefix", prefix);
-        }
-        if let Some(after) = &options.start_after {
-            push_query(&mut query, "start-after", after);
-        }
-        let mut spec = RequestSpec::new("GET", Some(bucket), None);
-        spec.query = query;
-        let mut response = self.send(&spec).await?;
-        let xml = read_small_body(&mut response).await?;
-        response.release();
-        Ok(ListBucketResult::parse(&xml)?)
     }
 }
 
@@ -77,12 +43,12 @@ pub struct ListPage {
 /// A listing in progress; see [`Client::list`].
 #[derive(Debug)]
 pub struct ListObjects {
-    client: Client,
-    bucket: String,
-    options: ListOptions,
-    next_token: Option<String>,
-    done: bool,
-    pages: u64,
+    pub(crate) client: Client,
+    pub(crate) bucket: String,
+    pub(crate) options: ListOptions,
+    pub(crate) next_token: Option<String>,
+    pub(crate) done: bool,
+    pub(crate) pages: u64,
 }
 
 impl ListObjects {
@@ -102,60 +68,10 @@ impl ListObjects {
         if self.done {
             return Ok(None);
         }
-        if self.client.is_azure() {
-            let (page, marker) = crate::azure::list_page(
-                &self.client,
-                &self.bucket,
-                &self.options,
-                self.next_token.as_deref(),
-            )
-            .await?;
-            self.pages += 1;
-            match marker {
-                Some(m) if Some(&m) == self.next_token.as_ref() => {
-                    return Err(Error::UnexpectedResponse {
-                        what: "a blob listing that repeats its NextMarker".into(),
-                    });
-                }
-                Some(m) => self.next_token = Some(m),
-                None => self.done = true,
-            }
-            return Ok(Some(page));
+        match self.client.dialect() {
+            Dialect::S3(_) => self.s3_next_page().await.map(Some),
+            Dialect::Azure(_) => self.azure_next_page().await.map(Some),
         }
-        let result: ListBucketResult = self
-            .client
-            .list_page(&self.bucket, &self.options, self.next_token.as_deref())
-            .await?;
-        self.pages += 1;
-        let next = match &result.header.version {
-            ListVersion::V2 {
-                next_continuation_token,
-                ..
-            } => next_continuation_token.clone(),
-            ListVersion::V1 { .. } => {
-                return Err(Error::UnexpectedResponse {
-                    what: "a ListObjects (V1) document in answer to ListObjectsV2".into(),
-                });
-            }
-        };
-        if result.header.is_truncated {
-            match next {
-                Some(token) if Some(&token) != self.next_token.as_ref() => {
-                    self.next_token = Some(token);
-                }
-                _ => {
-                    return Err(Error::UnexpectedResponse {
-                        what: "a truncated listing without a new NextContinuationToken".into(),
-                    });
-                }
-            }
-        } else {
-            self.done = true;
-        }
-        Ok(Some(ListPage {
-            objects: result.contents,
-            common_prefixes: result.common_prefixes,
-        }))
     }
 
     /// Pages fetched so far.

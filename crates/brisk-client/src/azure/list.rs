@@ -6,7 +6,7 @@ use time::OffsetDateTime;
 
 use crate::client::{Client, read_small_body};
 use crate::error::{Error, Result};
-use crate::list::{ListOptions, ListPage};
+use crate::list::{ListObjects, ListOptions, ListPage};
 use crate::request::{RequestSpec, push_query};
 
 /// One List Blobs page of `container` from `marker` on; returns the page and the next marker.
@@ -55,6 +55,30 @@ pub(crate) async fn list_page(
         },
         page.next_marker,
     ))
+}
+impl ListObjects {
+    /// The Azure form of [`next_page`](ListObjects::next_page): one List Blobs page, continued
+    /// from its `NextMarker`.
+    pub(crate) async fn azure_next_page(&mut self) -> Result<ListPage> {
+        let (page, marker) = crate::azure::list_page(
+            &self.client,
+            &self.bucket,
+            &self.options,
+            self.next_token.as_deref(),
+        )
+        .await?;
+        self.pages += 1;
+        match marker {
+            Some(m) if Some(&m) == self.next_token.as_ref() => {
+                return Err(Error::UnexpectedResponse {
+                    what: "a blob listing that repeats its NextMarker".into(),
+                });
+            }
+            Some(m) => self.next_token = Some(m),
+            None => self.done = true,
+        }
+        Ok(page)
+    }
 }
 
 /// A listed blob as the entry an S3 listing gives: the ETag quoted as S3 quotes it.

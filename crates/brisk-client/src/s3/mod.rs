@@ -6,6 +6,7 @@
 
 mod buckets;
 mod copy;
+mod list;
 mod multipart;
 mod objects;
 mod presign;
