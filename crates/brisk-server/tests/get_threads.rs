@@ -6,7 +6,7 @@ mod http_support;
 
 use std::time::Duration;
 
-use http_support::Client;
+use brisk_testkit::http::Connection;
 
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").unwrap().count()
@@ -23,9 +23,9 @@ fn concurrent_gets_start_no_threads() {
         .enable_all()
         .build()
         .unwrap();
-    let server = http_support::start(&runtime, dir.path());
+    let server = http_support::start_on(dir.path(), runtime);
     let addr = server.local_addr();
-    let mut client = Client::connect(addr);
+    let mut client = Connection::connect(addr);
     let (r, _) = client.request("PUT", "/threads-bucket", b"");
     assert_eq!(r.status, 200);
     let pattern = vec![0x3c; 64 * 1024];
@@ -42,7 +42,7 @@ fn concurrent_gets_start_no_threads() {
         for c in 0..CONNECTIONS {
             let (start, done, counted) = (&start, &done, &counted);
             s.spawn(move || {
-                let mut client = Client::connect(addr);
+                let mut client = Connection::connect(addr);
                 start.wait();
                 for i in 0..100u64 {
                     let offset = (i * 7919 + c as u64 * 104_729) % (1 << 20);
@@ -71,5 +71,5 @@ fn concurrent_gets_start_no_threads() {
         during, before,
         "800 GETs and HEADs on 8 connections changed the thread count from {before} to {during}"
     );
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }

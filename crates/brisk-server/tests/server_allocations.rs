@@ -5,7 +5,7 @@
 mod http_support;
 
 use brisk_testkit::alloc::{CountingAllocator, Window};
-use http_support::Client;
+use brisk_testkit::http::Connection;
 
 // Counted process-wide: the server allocates on its runtime's workers, not on the test's thread.
 #[global_allocator]
@@ -23,7 +23,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Allocations of one PUT plus one GET of `size` bytes on a warm connection.
-fn put_get(client: &mut Client, size: u64, pattern: &[u8]) -> u64 {
+fn put_get(client: &mut Connection, size: u64, pattern: &[u8]) -> u64 {
     let window = Window::process();
     client.send("PUT", "/alloc-bucket/object", size, pattern);
     let put = client.receive("PUT", |_| {});
@@ -40,9 +40,8 @@ fn put_get(client: &mut Client, size: u64, pattern: &[u8]) -> u64 {
 fn allocations_per_request_do_not_grow_with_the_body() {
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut client = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut client = Connection::connect(server.local_addr());
     let (r, _) = client.request("PUT", "/alloc-bucket", b"");
     assert_eq!(r.status, 200);
     let pattern = vec![0x5a; 256 * 1024];
@@ -64,11 +63,11 @@ fn allocations_per_request_do_not_grow_with_the_body() {
         "64 MiB cost {large} allocations, 1 MiB {small}: something allocates per chunk"
     );
     drop(client);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 /// Completes `parts` parts of 4 KiB, each sent with its CRC32C as S3 clients send them, into `key`.
-fn put_multipart(client: &mut Client, key: &str, parts: u32) {
+fn put_multipart(client: &mut Connection, key: &str, parts: u32) {
     use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
     let (r, body) = client.request("POST", &format!("/alloc-bucket/{key}?uploads"), b"");
     assert_eq!(r.status, 200, "{}", r.head);
@@ -119,7 +118,7 @@ fn put_multipart(client: &mut Client, key: &str, parts: u32) {
 }
 
 /// Fewest allocations of a 4 KiB ranged GET of `key` (in its first part) over 5 tries.
-fn ranged_get(client: &mut Client, key: &str) -> u64 {
+fn ranged_get(client: &mut Connection, key: &str) -> u64 {
     let request = format!(
         "GET /alloc-bucket/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=100-4195\r\n\r\n"
     );
@@ -143,11 +142,10 @@ fn ranged_get(client: &mut Client, key: &str) -> u64 {
 fn allocations_per_ranged_get_do_not_grow_with_the_parts() {
     let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
     let mut config = brisk_server::ServerConfig::new(dir.path(), None);
     config.min_part_size = 1;
-    let server = http_support::start_with(&runtime, config);
-    let mut client = Client::connect(server.local_addr());
+    let server = http_support::start_with(config);
+    let mut client = Connection::connect(server.local_addr());
     let (r, _) = client.request("PUT", "/alloc-bucket", b"");
     assert_eq!(r.status, 200);
     put_multipart(&mut client, "two", 2);
@@ -162,5 +160,5 @@ fn allocations_per_ranged_get_do_not_grow_with_the_parts() {
          allocates per part"
     );
     drop(client);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }

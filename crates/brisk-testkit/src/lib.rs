@@ -9,6 +9,8 @@
 //!   binary).
 //! - [`minio`]: MinIO, the independent S3 server the client and the CLI are also checked against.
 //! - [`azurite`]: Azurite, Microsoft's Azure Storage emulator, for the Azure dialect.
+//! - [`http`]: the tests' one raw HTTP/1.1 client (hand-written requests on a plain socket: one per
+//!   connection, or a keep-alive connection that reuses its buffers for allocation counts).
 //! - [`fault_proxy`]: a TCP proxy between a client and a real server that flips bytes, resets
 //!   connections, stalls bodies or answers `503 SlowDown`.
 //! - `fake_s3` (feature `servers`): a scripted S3 stand-in that answers each request as a test says
@@ -23,6 +25,7 @@ pub mod azurite;
 #[cfg(feature = "servers")]
 pub mod fake_s3;
 pub mod fault_proxy;
+pub mod http;
 pub mod minio;
 pub mod process;
 pub mod serve;

@@ -5,7 +5,8 @@
 //!   dropped): the CLI's tests, which test that binary, and measurements that must not count the
 //!   server in the test's process (memory, CPU).
 //! - `InProcessServe` (feature `servers`) runs the server of the brisk-server library on a runtime
-//!   of its own in the test's process: brisk-client's tests, which then need no prebuilt binary.
+//!   of its own in the test's process: brisk-client's tests, which then need no prebuilt binary,
+//!   and brisk-server's, with a configuration of their own.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -149,6 +150,7 @@ pub use in_process::{InProcessServe, THREAD_NAME};
 
 #[cfg(feature = "servers")]
 mod in_process {
+    use std::net::SocketAddr;
     use std::path::{Path, PathBuf};
 
     use brisk_server::{AccessKey, LogFormat, RunningServer, Server, ServerConfig};
@@ -162,7 +164,9 @@ mod in_process {
     /// `brisk serve` in this process: the brisk-server library on a multi-thread runtime of two
     /// workers (threads named [`THREAD_NAME`]), without fsync and without an access log, on a
     /// temporary directory that is removed when the handle is dropped or, for a server kept in a
-    /// static, once the test process has exited.
+    /// static, once the test process has exited. brisk-server's own tests start it with a
+    /// configuration of theirs ([`with_config`](Self::with_config)): their root, credentials (or
+    /// none), fsync and limits.
     #[derive(Debug)]
     pub struct InProcessServe {
         /// `http://127.0.0.1:PORT`.
@@ -172,6 +176,8 @@ mod in_process {
         server: Option<RunningServer>,
         runtime: Option<tokio::runtime::Runtime>,
         root: PathBuf,
+        /// Whether `root` is the launcher's temporary directory, removed with the server.
+        owns_root: bool,
     }
 
     impl InProcessServe {
@@ -201,18 +207,28 @@ mod in_process {
             config.fsync = false;
             config.log_format = LogFormat::Off;
             configure(&mut config);
+            config.root = root;
+            let mut serve = Self::with_config(config);
+            serve.owns_root = true;
+            serve
+        }
+
+        /// Starts a server of exactly `config` (the caller's root, which stays when the server is
+        /// dropped; its credentials, fsync and limits) but for the listening address, a free port on
+        /// 127.0.0.1, on the same runtime as [`start`](Self::start).
+        pub fn with_config(config: ServerConfig) -> Self {
+            Self::with_config_on(config, runtime())
+        }
+
+        /// [`with_config`](Self::with_config) on `runtime` (a test that counts the runtime's
+        /// threads chooses how it keeps them).
+        pub fn with_config_on(mut config: ServerConfig, runtime: tokio::runtime::Runtime) -> Self {
             config.listen = "127.0.0.1:0".parse().expect("a socket address");
-            config.root = root.clone();
-            // Built and bound on a thread of its own: the caller may be a runtime's thread (a
-            // server kept in a static starts in whichever test uses it first), where blocking on
-            // another runtime is not allowed.
+            let root = config.root.clone();
+            // Bound on a thread of its own: the caller may be a runtime's thread (a server kept in
+            // a static starts in whichever test uses it first), where blocking on another runtime
+            // is not allowed.
             let (runtime, server) = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name(THREAD_NAME)
-                    .enable_all()
-                    .build()
-                    .expect("the in-process server's runtime");
                 let server = runtime.block_on(Server::bind(config));
                 (runtime, server)
             })
@@ -226,7 +242,24 @@ mod in_process {
                 server: Some(server),
                 runtime: Some(runtime),
                 root,
+                owns_root: false,
             }
+        }
+
+        /// The address it listens on.
+        pub fn local_addr(&self) -> SocketAddr {
+            self.running().local_addr()
+        }
+
+        /// The running server (its scratch buffers' statistics, for one).
+        pub fn running(&self) -> &RunningServer {
+            self.server.as_ref().expect("a server until dropped")
+        }
+
+        /// Shuts the server down gracefully (what dropping it does outside a runtime), so that a
+        /// test ends with every connection closed and every write finished.
+        pub fn shutdown(self) {
+            drop(self);
         }
 
         /// The directory it stores into.
@@ -288,7 +321,19 @@ mod in_process {
                 }
                 runtime.shutdown_background();
             }
-            let _ = std::fs::remove_dir_all(&self.root);
+            if self.owns_root {
+                let _ = std::fs::remove_dir_all(&self.root);
+            }
         }
+    }
+
+    /// The runtime of a server this module starts: two workers named [`THREAD_NAME`].
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(THREAD_NAME)
+            .enable_all()
+            .build()
+            .expect("the in-process server's runtime")
     }
 }

@@ -2,17 +2,18 @@
 //! `partNumber` on single-part and multipart objects, user metadata with non-ASCII characters,
 //! SHA-1 checksums, and part checksums in ListParts.
 
-use crate::http_support::{self, Client, Response};
+use crate::http_support;
 use base64::Engine as _;
+use brisk_testkit::http::{Connection, ResponseHead};
 
 /// Sends `method path` with `headers` (raw bytes: a value may hold UTF-8) and `body`.
 fn send(
-    c: &mut Client,
+    c: &mut Connection,
     method: &str,
     path: &str,
     headers: &[(&str, &[u8])],
     body: &[u8],
-) -> (Response, Vec<u8>) {
+) -> (ResponseHead, Vec<u8>) {
     let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n").into_bytes();
     for (name, value) in headers {
         raw.extend_from_slice(name.as_bytes());
@@ -29,7 +30,7 @@ fn send(
 }
 
 /// The value of the response field `name`, if present.
-fn field<'a>(r: &'a Response, name: &str) -> Option<&'a str> {
+fn field<'a>(r: &'a ResponseHead, name: &str) -> Option<&'a str> {
     r.head.lines().find_map(|l| {
         let (n, v) = l.split_once(':')?;
         n.eq_ignore_ascii_case(name).then(|| v.trim())
@@ -49,9 +50,8 @@ fn sha1_b64(data: &[u8]) -> String {
 #[test]
 fn part_numbers_of_single_part_and_multipart_objects() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut c = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut c = Connection::connect(server.local_addr());
     assert_eq!(c.request("PUT", "/parts", b"").0.status, 200);
     assert_eq!(c.request("PUT", "/parts/one", b"hello").0.status, 200);
 
@@ -134,15 +134,14 @@ fn part_numbers_of_single_part_and_multipart_objects() {
     let (r, _) = send(&mut c, "HEAD", "/parts/multi?partNumber=3", &[], b"");
     assert_eq!(r.status, 416);
     drop(c);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 #[test]
 fn non_ascii_metadata_comes_back_as_rfc_2047_encoded_words() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut c = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut c = Connection::connect(server.local_addr());
     assert_eq!(c.request("PUT", "/meta", b"").0.status, 200);
     let headers: [(&str, &[u8]); 3] = [
         ("x-amz-meta-city", "Zürich".as_bytes()),
@@ -172,15 +171,14 @@ fn non_ascii_metadata_comes_back_as_rfc_2047_encoded_words() {
         );
     }
     drop(c);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 #[test]
 fn sha1_checksums_are_verified_stored_and_listed_with_parts() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut c = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut c = Connection::connect(server.local_addr());
     assert_eq!(c.request("PUT", "/sums", b"").0.status, 200);
 
     let good = sha1_b64(b"payload");
@@ -277,5 +275,5 @@ fn sha1_checksums_are_verified_stored_and_listed_with_parts() {
         "the refused part is not there: {doc}"
     );
     drop(c);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }

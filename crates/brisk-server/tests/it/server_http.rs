@@ -2,21 +2,20 @@
 //! reuse, error documents, and unknown operations.
 
 use crate::http_support;
-use crate::http_support::Client;
+use brisk_testkit::http::Connection;
 
 #[test]
 fn concurrent_puts_of_one_key_leave_one_whole_version() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
+    let server = http_support::start(dir.path());
     let addr = server.local_addr();
-    let mut c = Client::connect(addr);
+    let mut c = Connection::connect(addr);
     assert_eq!(c.request("PUT", "/race-bucket", b"").0.status, 200);
     let size = 3 << 20;
     let writers: Vec<_> = (0..8u8)
         .map(|i| {
             std::thread::spawn(move || {
-                let mut c = Client::connect(addr);
+                let mut c = Connection::connect(addr);
                 let body = vec![b'a' + i; size];
                 let (r, _) = c.request("PUT", "/race-bucket/same", &body);
                 assert_eq!(r.status, 200, "{}", r.head);
@@ -33,7 +32,7 @@ fn concurrent_puts_of_one_key_leave_one_whole_version() {
         "the object is one writer's body, not a mix"
     );
     drop(c);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 /// With fsync on, bodies of a read buffer or more are staged and written with `O_DIRECT` (or
@@ -42,9 +41,8 @@ fn concurrent_puts_of_one_key_leave_one_whole_version() {
 #[test]
 fn durable_bodies_around_the_stage_size_come_back_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start_durable(&runtime, dir.path());
-    let mut c = Client::connect(server.local_addr());
+    let server = http_support::start_durable(dir.path());
+    let mut c = Connection::connect(server.local_addr());
     assert_eq!(c.request("PUT", "/durable", b"").0.status, 200);
     let stage = 256 << 10;
     for len in [
@@ -70,15 +68,14 @@ fn durable_bodies_around_the_stage_size_come_back_whole() {
         assert!(back == body, "len {len}: the body came back changed");
     }
     drop(c);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 #[test]
 fn errors_are_s3_documents_and_the_connection_survives_them() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut c = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut c = Connection::connect(server.local_addr());
     let (r, body) = c.request("GET", "/missing-bucket/key", b"");
     let text = String::from_utf8_lossy(&body);
     assert_eq!(r.status, 404);
@@ -98,5 +95,5 @@ fn errors_are_s3_documents_and_the_connection_survives_them() {
     let (r, body) = c.request("GET", "/some-bucket/k", b"");
     assert_eq!((r.status, body.as_slice()), (200, b"hello".as_slice()));
     drop(c);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }

@@ -7,8 +7,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::http_support::Client;
 use brisk_server::ServerConfig;
+use brisk_testkit::http::Connection;
+use brisk_testkit::serve::InProcessServe;
 
 /// S3's largest single PUT and largest part: 5 GiB.
 const FIVE_GIB: u64 = 5 << 30;
@@ -26,7 +27,7 @@ fn text(body: &[u8]) -> String {
 }
 
 /// Sends only a request head announcing `length` body bytes and reads the answer.
-fn head_only(client: &mut Client, method: &str, path: &str, length: u64) -> (u16, String) {
+fn head_only(client: &mut Connection, method: &str, path: &str, length: u64) -> (u16, String) {
     let head =
         format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {length}\r\n\r\n");
     client.send_raw(head.as_bytes());
@@ -44,9 +45,8 @@ fn upload_id(create_response: &str) -> String {
 #[test]
 fn single_put_over_5_gib_is_entity_too_large_before_any_byte_is_read() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut client = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut client = Connection::connect(server.local_addr());
     assert_eq!(client.request("PUT", "/limits", b"").0.status, 200);
 
     let (status, body) = head_only(&mut client, "PUT", "/limits/huge", FIVE_GIB + 1);
@@ -57,18 +57,17 @@ fn single_put_over_5_gib_is_entity_too_large_before_any_byte_is_read() {
         "the message names the size: {body}"
     );
 
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Connection::connect(server.local_addr());
     let (r, _) = client.request("HEAD", "/limits/huge", b"");
     assert_eq!(r.status, 404, "nothing was stored");
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 #[test]
 fn part_over_5_gib_and_part_numbers_outside_1_to_10000_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start(&runtime, dir.path());
-    let mut client = Client::connect(server.local_addr());
+    let server = http_support::start(dir.path());
+    let mut client = Connection::connect(server.local_addr());
     assert_eq!(client.request("PUT", "/limits", b"").0.status, 200);
     let (r, body) = client.request("POST", "/limits/mp?uploads", b"");
     assert_eq!(r.status, 200, "{}", text(&body));
@@ -80,7 +79,7 @@ fn part_over_5_gib_and_part_numbers_outside_1_to_10000_are_refused() {
     assert!(body.contains("<Code>EntityTooLarge</Code>"), "{body}");
 
     for number in ["0", "10001", "4294967296", "-1"] {
-        let mut client = Client::connect(server.local_addr());
+        let mut client = Connection::connect(server.local_addr());
         let path = format!("/limits/mp?partNumber={number}&uploadId={id}");
         let (r, body) = client.request("PUT", &path, b"part");
         let body = text(&body);
@@ -91,12 +90,12 @@ fn part_over_5_gib_and_part_numbers_outside_1_to_10000_are_refused() {
         );
     }
     for number in ["1", "10000"] {
-        let mut client = Client::connect(server.local_addr());
+        let mut client = Connection::connect(server.local_addr());
         let path = format!("/limits/mp?partNumber={number}&uploadId={id}");
         let (r, body) = client.request("PUT", &path, b"part");
         assert_eq!(r.status, 200, "part {number}: {}", text(&body));
     }
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 /// Reads until the server closes the connection; returns what it sent and how long it took.
@@ -116,21 +115,17 @@ fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, Duration) {
     (out, started.elapsed())
 }
 
-fn short_timeout_server(
-    runtime: &tokio::runtime::Runtime,
-    root: &std::path::Path,
-) -> brisk_server::RunningServer {
+fn short_timeout_server(root: &std::path::Path) -> InProcessServe {
     let mut config = ServerConfig::new(root, None);
     config.limits.idle_timeout = SHORT_TIMEOUT;
     config.limits.request_timeout = SHORT_TIMEOUT;
-    http_support::start_with(runtime, config)
+    http_support::start_with(config)
 }
 
 #[test]
 fn a_head_that_never_ends_is_answered_408_and_disconnected_by_the_idle_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = short_timeout_server(&runtime, dir.path());
+    let server = short_timeout_server(dir.path());
     let mut stream = TcpStream::connect(server.local_addr()).unwrap();
     stream
         .write_all(b"PUT /b/k HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le")
@@ -144,15 +139,14 @@ fn a_head_that_never_ends_is_answered_408_and_disconnected_by_the_idle_timeout()
         "closed after {waited:?}, before the timeout"
     );
     assert!(waited < TEST_BOUND, "closed after {waited:?}");
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 #[test]
 fn a_body_that_stops_is_answered_408_and_disconnected_by_the_request_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = short_timeout_server(&runtime, dir.path());
-    let mut client = Client::connect(server.local_addr());
+    let server = short_timeout_server(dir.path());
+    let mut client = Connection::connect(server.local_addr());
     assert_eq!(client.request("PUT", "/slow", b"").0.status, 200);
 
     let mut stream = TcpStream::connect(server.local_addr()).unwrap();
@@ -171,10 +165,10 @@ fn a_body_that_stops_is_answered_408_and_disconnected_by_the_request_timeout() {
     );
 
     // The first connection sat idle past the idle timeout meanwhile: ask on a new one.
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Connection::connect(server.local_addr());
     let (r, _) = client.request("HEAD", "/slow/k", b"");
     assert_eq!(r.status, 404, "the partial body was not stored");
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }
 
 /// A body trickled in just often enough to pass every read timeout is still cut once its average
@@ -183,13 +177,12 @@ fn a_body_that_stops_is_answered_408_and_disconnected_by_the_request_timeout() {
 #[test]
 fn a_body_trickled_below_the_minimum_rate_is_answered_408() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
     let mut config = ServerConfig::new(dir.path(), None);
     config.limits.idle_timeout = SHORT_TIMEOUT;
     config.limits.request_timeout = SHORT_TIMEOUT;
     config.limits.min_body_rate = 10_000;
-    let server = http_support::start_with(&runtime, config);
-    let mut client = Client::connect(server.local_addr());
+    let server = http_support::start_with(config);
+    let mut client = Connection::connect(server.local_addr());
     assert_eq!(client.request("PUT", "/trickle", b"").0.status, 200);
 
     let mut stream = TcpStream::connect(server.local_addr()).unwrap();
@@ -219,7 +212,7 @@ fn a_body_trickled_below_the_minimum_rate_is_answered_408() {
     drop(stream);
     trickle.join().unwrap();
 
-    let mut client = Client::connect(server.local_addr());
+    let mut client = Connection::connect(server.local_addr());
     assert_eq!(client.request("HEAD", "/trickle/k", b"").0.status, 404);
     // A body at a healthy rate is untouched by the same bound.
     assert_eq!(
@@ -229,5 +222,5 @@ fn a_body_trickled_below_the_minimum_rate_is_answered_408() {
             .status,
         200
     );
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use brisk_server::scratch::DEFAULT_KEPT;
 
-use crate::http_support::{self, Client};
+use crate::http_support;
+use brisk_testkit::http::Connection;
 
 /// Waits (bounded) until `check` holds.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
@@ -21,10 +22,9 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 #[test]
 fn idle_connections_hold_no_scratch_buffer_and_the_pool_keeps_a_few() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = http_support::runtime();
-    let server = http_support::start_durable(&runtime, dir.path());
+    let server = http_support::start_durable(dir.path());
     let pattern: Vec<u8> = (0..256 * 1024).map(|i| (i % 251) as u8).collect();
-    let mut first = Client::connect(server.local_addr());
+    let mut first = Connection::connect(server.local_addr());
     let (r, _) = first.request("PUT", "/scratch-bucket", b"");
     assert_eq!(r.status, 200, "{}", r.head);
 
@@ -32,7 +32,7 @@ fn idle_connections_hold_no_scratch_buffer_and_the_pool_keeps_a_few() {
     let connections = 12;
     let mut idle = Vec::new();
     for i in 0..connections {
-        let mut client = Client::connect(server.local_addr());
+        let mut client = Connection::connect(server.local_addr());
         client.send("PUT", &format!("/scratch-bucket/k{i}"), 1 << 20, &pattern);
         let r = client.receive("PUT", |_| {});
         assert_eq!(r.status, 200, "{}", r.head);
@@ -40,16 +40,16 @@ fn idle_connections_hold_no_scratch_buffer_and_the_pool_keeps_a_few() {
     }
     // The last connection gives its buffer back just after its answer went out.
     eventually("no idle connection holds a buffer", || {
-        server.scratch_stats().lent == 0
+        server.running().scratch_stats().lent == 0
     });
-    let stats = server.scratch_stats();
+    let stats = server.running().scratch_stats();
     assert!(
         (1..=DEFAULT_KEPT).contains(&stats.kept),
         "the pool keeps what it lent, up to its limit: {stats:?}"
     );
 
     // A body in flight holds one, and gives it back when its answer is out.
-    let mut uploading = Client::connect(server.local_addr());
+    let mut uploading = Connection::connect(server.local_addr());
     let half = 512 * 1024;
     uploading.send_raw(
         format!(
@@ -61,16 +61,16 @@ fn idle_connections_hold_no_scratch_buffer_and_the_pool_keeps_a_few() {
     uploading.send_raw(&pattern);
     uploading.send_raw(&pattern);
     eventually("the body in flight borrows a buffer", || {
-        server.scratch_stats().lent == 1
+        server.running().scratch_stats().lent == 1
     });
     uploading.send_raw(&pattern);
     uploading.send_raw(&pattern);
     let r = uploading.receive("PUT", |_| {});
     assert_eq!(r.status, 200, "{}", r.head);
     eventually("the finished upload gives its buffer back", || {
-        server.scratch_stats().lent == 0
+        server.running().scratch_stats().lent == 0
     });
-    assert!(server.scratch_stats().kept <= DEFAULT_KEPT);
+    assert!(server.running().scratch_stats().kept <= DEFAULT_KEPT);
 
     // The stored bodies are whole.
     let mut got = Vec::new();
@@ -79,5 +79,5 @@ fn idle_connections_hold_no_scratch_buffer_and_the_pool_keeps_a_few() {
     got.write_all(&body).unwrap();
     assert!(got.chunks(pattern.len()).all(|c| c == &pattern[..c.len()]));
     drop(idle);
-    runtime.block_on(server.shutdown());
+    server.shutdown();
 }

@@ -5,8 +5,9 @@
 use crate::http_support;
 use std::time::{Duration, SystemTime};
 
-use crate::http_support::{Client, Response};
 use brisk_server::{AccessKey, ServerConfig};
+use brisk_testkit::http::{Connection, ResponseHead};
+use brisk_testkit::serve::InProcessServe;
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
 use brisk_wire::sigv4::chunked::{signed_trailer_encoded_length, unsigned_trailer_encoded_length};
 use brisk_wire::sigv4::{
@@ -18,9 +19,8 @@ const SK: &str = "secret-for-tests";
 const CHUNK: usize = 8 * 1024;
 
 struct Fixture {
-    runtime: tokio::runtime::Runtime,
-    server: Option<brisk_server::RunningServer>,
-    client: Client,
+    server: Option<InProcessServe>,
+    client: Connection,
     host: String,
     _dir: tempfile::TempDir,
 }
@@ -28,16 +28,14 @@ struct Fixture {
 impl Fixture {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let runtime = http_support::runtime();
         let key = AccessKey {
             access_key_id: AK.into(),
             secret_access_key: SK.into(),
         };
-        let server = http_support::start_with(&runtime, ServerConfig::new(dir.path(), Some(key)));
-        let client = Client::connect(server.local_addr());
+        let server = http_support::start_with(ServerConfig::new(dir.path(), Some(key)));
+        let client = Connection::connect(server.local_addr());
         let host = server.local_addr().to_string();
         let mut f = Self {
-            runtime,
             server: Some(server),
             client,
             host,
@@ -58,7 +56,7 @@ impl Fixture {
         body: &[u8],
         payload: Option<PayloadHash>,
         time: SystemTime,
-    ) -> (Response, Vec<u8>) {
+    ) -> (ResponseHead, Vec<u8>) {
         let mut headers: Vec<(&str, &[u8])> = vec![("host", self.host.as_bytes())];
         headers.extend(extra.iter().map(|(n, v)| (*n, v.as_bytes())));
         let request = SignableRequest {
@@ -87,7 +85,7 @@ impl Fixture {
         (r, out)
     }
 
-    fn get(&mut self, path: &str) -> (Response, Vec<u8>) {
+    fn get(&mut self, path: &str) -> (ResponseHead, Vec<u8>) {
         self.signed("GET", path, &[], b"", None, SystemTime::now())
     }
 
@@ -99,7 +97,7 @@ impl Fixture {
         payload: &[u8],
         crc32: &str,
         corrupt: bool,
-    ) -> (Response, Vec<u8>) {
+    ) -> (ResponseHead, Vec<u8>) {
         let decoded = payload.len().to_string();
         let length = signed_trailer_encoded_length(
             payload.len() as u64,
@@ -162,7 +160,7 @@ impl Fixture {
 impl Drop for Fixture {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
-            self.runtime.block_on(server.shutdown());
+            server.shutdown();
         }
     }
 }
