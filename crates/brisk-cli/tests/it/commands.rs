@@ -2,7 +2,6 @@
 //! 127.0.0.1, every run bounded in time, outputs parsed, exit codes checked.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::support::{ACCESS_KEY, SECRET_KEY, ServeProcess, serve};
+use brisk_testkit::http;
 use serde_json::Value;
 
 /// Any one command here finishes in seconds; this bounds a hang.
@@ -663,27 +663,6 @@ fn stdin_and_stdout_stream_objects_larger_than_the_memory_budget(brisk: &Brisk, 
 
 on_both_servers!(stdin_and_stdout_stream_objects_larger_than_the_memory_budget);
 
-/// GETs `url` with a plain HTTP/1.1 request; returns the status and body.
-fn http_request(url: &str, method: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, target) = rest.split_at(rest.find('/').unwrap());
-    let mut s = TcpStream::connect(host).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "{method} {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&out[..split]).into_owned();
-    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, out[split + 4..].to_vec())
-}
-
 fn presigned_urls_work_with_a_plain_http_client(brisk: &Brisk, _dir: &Path) {
     brisk.run(&["mb", "s3://bkt"]).ok();
     let put_url = brisk
@@ -696,7 +675,7 @@ fn presigned_urls_work_with_a_plain_http_client(brisk: &Brisk, _dir: &Path) {
         ])
         .ok()
         .text();
-    let (status, _) = http_request(put_url.trim(), "PUT", b"shared by URL");
+    let status = http::request("PUT", put_url.trim(), &[], b"shared by URL").status;
     assert_eq!(status, 200);
     let get = brisk
         .run(&["presign", "s3://bkt/shared.txt", "--json"])
@@ -704,14 +683,15 @@ fn presigned_urls_work_with_a_plain_http_client(brisk: &Brisk, _dir: &Path) {
         .json_lines();
     assert_eq!(get[0]["method"], "GET");
     assert_eq!(get[0]["expires_in"], 3600);
-    let (status, body) = http_request(get[0]["url"].as_str().unwrap(), "GET", b"");
+    let http::Response { status, body, .. } =
+        http::request("GET", get[0]["url"].as_str().unwrap(), &[], b"");
     assert_eq!((status, body.as_slice()), (200, &b"shared by URL"[..]));
     // Tampering with the URL breaks the signature.
     let tampered = get[0]["url"]
         .as_str()
         .unwrap()
         .replace("shared.txt", "other.txt");
-    assert_eq!(http_request(&tampered, "GET", b"").0, 403);
+    assert_eq!(http::request("GET", &tampered, &[], b"").status, 403);
     // S3's limit is 7 days.
     brisk
         .run(&["presign", "s3://bkt/k", "--expires-in", "604801"])
@@ -1224,27 +1204,13 @@ fn content_type_of(brisk: &Brisk, url: &str) -> String {
 /// The response header `wanted` of a GET of `url` (s3://) through a presigned URL ("" if none).
 fn header_of(brisk: &Brisk, url: &str, wanted: &str) -> String {
     let get = brisk.run(&["presign", url]).ok().text();
-    let rest = get.trim().strip_prefix("http://").unwrap().to_owned();
-    let (host, target) = rest.split_at(rest.find('/').unwrap());
-    let mut s = TcpStream::connect(host).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).unwrap();
-    let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&out[..split]).into_owned();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    head.lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case(wanted)
-                .then(|| value.trim().to_owned())
-        })
-        .unwrap_or_default()
+    let response = http::request("GET", get.trim(), &[], b"");
+    assert!(
+        response.head.starts_with("HTTP/1.1 200"),
+        "{}",
+        response.head
+    );
+    response.header(wanted).unwrap_or_default().to_owned()
 }
 
 /// Uploads store the Content-Type a file's extension suggests, as the AWS CLI's do, in one PUT

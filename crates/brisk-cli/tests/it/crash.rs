@@ -6,17 +6,26 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use crate::support::raw::{request, try_exchange, try_request, xml_value};
 use crate::support::serve;
+use brisk_testkit::http::{self, xml_value};
 
 #[test]
 fn sigkill_during_an_upload_leaves_no_partial_object() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("data");
     let mut server = serve(&root, &["--anonymous"]);
-    assert_eq!(request(&server.url, "PUT", "/crash-bucket", b"").0, 200);
     assert_eq!(
-        request(&server.url, "PUT", "/crash-bucket/old", b"old version").0,
+        http::request("PUT", &format!("{}/crash-bucket", server.url), &[], b"").status,
+        200
+    );
+    assert_eq!(
+        http::request(
+            "PUT",
+            &format!("{}/crash-bucket/old", server.url),
+            &[],
+            b"old version"
+        )
+        .status,
         200
     );
 
@@ -45,9 +54,11 @@ fn sigkill_during_an_upload_leaves_no_partial_object() {
     drop(streams);
 
     let server = serve(&root, &["--anonymous"]);
-    let (status, body) = request(&server.url, "GET", "/crash-bucket/new", b"");
+    let http::Response { status, body, .. } =
+        http::request("GET", &format!("{}/crash-bucket/new", server.url), &[], b"");
     assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
-    let (status, body) = request(&server.url, "GET", "/crash-bucket/old", b"");
+    let http::Response { status, body, .. } =
+        http::request("GET", &format!("{}/crash-bucket/old", server.url), &[], b"");
     assert_eq!((status, body.as_slice()), (200, b"old version".as_slice()));
     assert_eq!(
         std::fs::read_dir(root.join("tmp")).unwrap().count(),
@@ -109,7 +120,11 @@ fn multipart_put(url: &str, key: &str, body: &[u8]) -> Option<Result<(), String>
             String::from_utf8_lossy(body)
         )))
     };
-    let (status, created) = try_request(url, "POST", &format!("/rounds/{key}?uploads"), b"")?;
+    let http::Response {
+        status,
+        body: created,
+        ..
+    } = http::try_request("POST", &format!("{url}/rounds/{key}?uploads"), &[], b"")?;
     if status != 200 {
         return refused("create", status, &created);
     }
@@ -118,10 +133,14 @@ fn multipart_put(url: &str, key: &str, body: &[u8]) -> Option<Result<(), String>
     let split = 5 << 20;
     let mut parts = String::new();
     for (number, piece) in [(1, &body[..split]), (2, &body[split..])] {
-        let (status, head, answer) = try_exchange(
-            url,
+        let http::Response {
+            status,
+            head,
+            body: answer,
+        } = http::try_request(
             "PUT",
-            &format!("/rounds/{key}?partNumber={number}&uploadId={upload_id}"),
+            &format!("{url}/rounds/{key}?partNumber={number}&uploadId={upload_id}"),
+            &[],
             piece,
         )?;
         if status != 200 {
@@ -136,10 +155,14 @@ fn multipart_put(url: &str, key: &str, body: &[u8]) -> Option<Result<(), String>
         ));
     }
     let complete = format!("<CompleteMultipartUpload>{parts}</CompleteMultipartUpload>");
-    let (status, answer) = try_request(
-        url,
+    let http::Response {
+        status,
+        body: answer,
+        ..
+    } = http::try_request(
         "POST",
-        &format!("/rounds/{key}?uploadId={upload_id}"),
+        &format!("{url}/rounds/{key}?uploadId={upload_id}"),
+        &[],
         complete.as_bytes(),
     )?;
     // A completion answers 200 before its body; an error inside the 200 body is a failure.
@@ -175,11 +198,17 @@ fn writer(
         let acknowledged = if multipart {
             multipart_put(&url, &key, &body)
         } else {
-            try_request(&url, "PUT", &format!("/rounds/{key}"), &body).map(|(status, answer)| {
-                (status == 200)
-                    .then_some(())
-                    .ok_or_else(|| format!("{status} {}", String::from_utf8_lossy(&answer)))
-            })
+            http::try_request("PUT", &format!("{url}/rounds/{key}"), &[], &body).map(
+                |http::Response {
+                     status,
+                     body: answer,
+                     ..
+                 }| {
+                    (status == 200)
+                        .then_some(())
+                        .ok_or_else(|| format!("{status} {}", String::from_utf8_lossy(&answer)))
+                },
+            )
         };
         match acknowledged {
             Some(Ok(())) => keys[slot].last_acknowledged = Some(version),
@@ -204,7 +233,8 @@ fn check_after_restart(url: &str, root: &std::path::Path, histories: &[Vec<KeyHi
     for (w, keys) in histories.iter().enumerate() {
         for (slot, history) in keys.iter().enumerate() {
             let key = format!("w{w}/k{slot}");
-            let (status, body) = request(url, "GET", &format!("/rounds/{key}"), b"");
+            let http::Response { status, body, .. } =
+                http::request("GET", &format!("{url}/rounds/{key}"), &[], b"");
             match status {
                 200 => {
                     let version = version_of(&key, &body).unwrap_or_else(|| {
@@ -235,7 +265,16 @@ fn check_after_restart(url: &str, root: &std::path::Path, histories: &[Vec<KeyHi
     }
 
     // The listing names exactly the readable keys, with their sizes.
-    let (status, listing) = request(url, "GET", "/rounds?list-type=2&max-keys=1000", b"");
+    let http::Response {
+        status,
+        body: listing,
+        ..
+    } = http::request(
+        "GET",
+        &format!("{url}/rounds?list-type=2&max-keys=1000"),
+        &[],
+        b"",
+    );
     assert_eq!(status, 200);
     let listing = String::from_utf8_lossy(&listing).into_owned();
     let mut listed = std::collections::BTreeMap::new();
@@ -247,14 +286,23 @@ fn check_after_restart(url: &str, root: &std::path::Path, histories: &[Vec<KeyHi
     assert_eq!(listed, readable, "listing and GET agree");
 
     // Interrupted multipart uploads are still listed (S3 keeps them until aborted): abort them.
-    let (status, uploads) = request(url, "GET", "/rounds?uploads", b"");
+    let http::Response {
+        status,
+        body: uploads,
+        ..
+    } = http::request("GET", &format!("{url}/rounds?uploads"), &[], b"");
     assert_eq!(status, 200);
     let uploads = String::from_utf8_lossy(&uploads).into_owned();
     let mut aborted = 0;
     for upload in uploads.split("<Upload>").skip(1) {
         let key = xml_value(upload, "Key").unwrap();
         let id = xml_value(upload, "UploadId").unwrap();
-        let (status, body) = request(url, "DELETE", &format!("/rounds/{key}?uploadId={id}"), b"");
+        let http::Response { status, body, .. } = http::request(
+            "DELETE",
+            &format!("{url}/rounds/{key}?uploadId={id}"),
+            &[],
+            b"",
+        );
         assert_eq!(status, 204, "{}", String::from_utf8_lossy(&body));
         aborted += 1;
     }
@@ -283,7 +331,10 @@ fn sigkill_at_random_moments_under_concurrent_puts_loses_no_acknowledged_write()
     let mut histories = vec![vec![KeyHistory::default(); KEYS_PER_WRITER]; WRITERS];
     {
         let server = serve(&root, &["--anonymous"]);
-        assert_eq!(request(&server.url, "PUT", "/rounds", b"").0, 200);
+        assert_eq!(
+            http::request("PUT", &format!("{}/rounds", server.url), &[], b"").status,
+            200
+        );
     }
     for round in 0..ROUNDS {
         let mut server = serve(&root, &["--anonymous"]);

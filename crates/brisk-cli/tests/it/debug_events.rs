@@ -1,8 +1,8 @@
 //! `--debug` and `RUST_LOG`: the client's events on stderr (whether a download is checked end to
 //! end, retries), and nothing of the sort without them.
 
-use crate::support::raw::request;
 use crate::support::{brisk, brisk_with_env, serve, serve_wrapped};
+use brisk_testkit::http;
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -39,9 +39,18 @@ fn debug_says_whether_a_download_is_checked_and_shows_retries() {
     // An object written by a bare PUT has no stored checksum; RUST_LOG selects the events here
     // instead of --debug.
     let anonymous = serve(&dir.path().join("anon"), &["--anonymous"]);
-    assert_eq!(request(&anonymous.url, "PUT", "/plain", b"").0, 200);
     assert_eq!(
-        request(&anonymous.url, "PUT", "/plain/key", b"no checksum here").0,
+        http::request("PUT", &format!("{}/plain", anonymous.url), &[], b"").status,
+        200
+    );
+    assert_eq!(
+        http::request(
+            "PUT",
+            &format!("{}/plain/key", anonymous.url),
+            &[],
+            b"no checksum here"
+        )
+        .status,
         200
     );
     let down = brisk_with_env(

@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::support::raw::{request, xml_value};
 use crate::support::serve_wrapped;
+use brisk_testkit::http::{self, xml_value};
 
 /// Size of the file system the server stores into.
 const FS_SIZE_MIB: usize = 24;
@@ -52,7 +52,11 @@ fn body(tag: u8, len: usize) -> Vec<u8> {
 }
 
 fn listed_keys(url: &str) -> Vec<String> {
-    let (status, listing) = request(url, "GET", "/full?list-type=2", b"");
+    let http::Response {
+        status,
+        body: listing,
+        ..
+    } = http::request("GET", &format!("{url}/full?list-type=2"), &[], b"");
     assert_eq!(status, 200);
     let listing = String::from_utf8_lossy(&listing).into_owned();
     listing
@@ -82,9 +86,15 @@ fn a_full_disk_fails_puts_clearly_keeps_reads_and_recovers() {
     let server = serve_wrapped(&wrapper, &root, &["--anonymous"], stderr.into());
     let url = server.url.clone();
 
-    assert_eq!(request(&url, "PUT", "/full", b"").0, 200);
+    assert_eq!(
+        http::request("PUT", &format!("{url}/full"), &[], b"").status,
+        200
+    );
     let kept = body(1, 1 << 20);
-    assert_eq!(request(&url, "PUT", "/full/kept", &kept).0, 200);
+    assert_eq!(
+        http::request("PUT", &format!("{url}/full/kept"), &[], &kept).status,
+        200
+    );
 
     // Fill the disk with 4 MiB objects until one does not fit.
     let chunk = 4 << 20;
@@ -92,7 +102,11 @@ fn a_full_disk_fails_puts_clearly_keeps_reads_and_recovers() {
     let (status, answer) = loop {
         assert!(stored.len() < 2 * FS_SIZE_MIB / 4, "the disk never filled");
         let key = format!("fill-{}", stored.len());
-        let (status, answer) = request(&url, "PUT", &format!("/full/{key}"), &body(2, chunk));
+        let http::Response {
+            status,
+            body: answer,
+            ..
+        } = http::request("PUT", &format!("{url}/full/{key}"), &[], &body(2, chunk));
         if status != 200 {
             break (status, String::from_utf8_lossy(&answer).into_owned());
         }
@@ -131,7 +145,11 @@ fn a_full_disk_fails_puts_clearly_keeps_reads_and_recovers() {
     for size in [256 << 10, 16 << 10, 1 << 10] {
         for _ in 0..200 {
             let key = format!("small-{}", stored.len());
-            let (status, answer) = request(&url, "PUT", &format!("/full/{key}"), &body(5, size));
+            let http::Response {
+                status,
+                body: answer,
+                ..
+            } = http::request("PUT", &format!("{url}/full/{key}"), &[], &body(5, size));
             if status != 200 {
                 let answer = String::from_utf8_lossy(&answer);
                 eprintln!("a PUT of {size} bytes on the full disk: {status} {answer}");
@@ -143,40 +161,60 @@ fn a_full_disk_fails_puts_clearly_keeps_reads_and_recovers() {
     }
 
     // Nothing of the failed PUT is visible; everything acknowledged reads back whole.
-    assert_eq!(request(&url, "GET", &format!("/full/{failed}"), b"").0, 404);
+    assert_eq!(
+        http::request("GET", &format!("{url}/full/{failed}"), &[], b"").status,
+        404
+    );
     let mut expected: Vec<String> = stored.clone();
     expected.push("kept".into());
     expected.sort();
     assert_eq!(listed_keys(&url), expected);
-    assert_eq!(request(&url, "GET", "/full/kept", b""), (200, kept.clone()));
+    let got = http::request("GET", &format!("{url}/full/kept"), &[], b"");
+    assert_eq!((got.status, got.body), (200, kept.clone()));
 
     // A multipart part that does not fit fails the same way, and the upload can still be aborted.
-    let (status, created) = request(&url, "POST", "/full/big?uploads", b"");
+    let http::Response {
+        status,
+        body: created,
+        ..
+    } = http::request("POST", &format!("{url}/full/big?uploads"), &[], b"");
     assert_eq!(status, 200);
     let created = String::from_utf8_lossy(&created).into_owned();
     let upload = xml_value(&created, "UploadId").unwrap().to_string();
-    let (status, answer) = request(
-        &url,
+    let http::Response {
+        status,
+        body: answer,
+        ..
+    } = http::request(
         "PUT",
-        &format!("/full/big?partNumber=1&uploadId={upload}"),
+        &format!("{url}/full/big?partNumber=1&uploadId={upload}"),
+        &[],
         &body(3, 8 << 20),
     );
     assert_eq!(status, 507, "{}", String::from_utf8_lossy(&answer));
-    let (status, _) = request(&url, "DELETE", &format!("/full/big?uploadId={upload}"), b"");
+    let http::Response {
+        status, body: _, ..
+    } = http::request(
+        "DELETE",
+        &format!("{url}/full/big?uploadId={upload}"),
+        &[],
+        b"",
+    );
     assert_eq!(status, 204);
 
     // Free space: the same PUT now succeeds, and reads back whole.
     for key in stored.drain(..) {
-        assert_eq!(request(&url, "DELETE", &format!("/full/{key}"), b"").0, 204);
+        assert_eq!(
+            http::request("DELETE", &format!("{url}/full/{key}"), &[], b"").status,
+            204
+        );
     }
     let again = body(4, chunk);
     assert_eq!(
-        request(&url, "PUT", &format!("/full/{failed}"), &again).0,
+        http::request("PUT", &format!("{url}/full/{failed}"), &[], &again).status,
         200
     );
-    assert_eq!(
-        request(&url, "GET", &format!("/full/{failed}"), b""),
-        (200, again)
-    );
+    let got = http::request("GET", &format!("{url}/full/{failed}"), &[], b"");
+    assert_eq!((got.status, got.body), (200, again));
     assert_eq!(listed_keys(&url), vec![failed.clone(), "kept".to_string()]);
 }

@@ -2,27 +2,16 @@
 //! answered as S3 answers for a bucket without a CORS configuration, never as a signature error
 //! (a preflight carries none, whatever the URL's query holds).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
+use brisk_testkit::http;
 
 use crate::support::{brisk, serve};
 
 fn options(url: &str, path_and_query: &str, origin: Option<&str>) -> (u16, String) {
-    let host = url.trim_start_matches("http://");
-    let mut s = TcpStream::connect(host).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let origin = origin.map_or(String::new(), |o| {
-        format!("Origin: {o}\r\nAccess-Control-Request-Method: GET\r\n")
-    });
-    write!(
-        s,
-        "OPTIONS {path_and_query} HTTP/1.1\r\nHost: {host}\r\n{origin}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    (out[9..12].parse().unwrap(), out)
+    let preflight = origin.map(|o| [("Origin", o), ("Access-Control-Request-Method", "GET")]);
+    let headers = preflight.as_ref().map_or(&[][..], |h| &h[..]);
+    let answer = http::request("OPTIONS", &format!("{url}{path_and_query}"), headers, b"");
+    let text = format!("{}{}", answer.head, String::from_utf8_lossy(&answer.body));
+    (answer.status, text)
 }
 
 #[test]

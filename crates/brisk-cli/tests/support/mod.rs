@@ -3,8 +3,6 @@
 
 #![allow(dead_code)]
 
-pub mod raw;
-
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

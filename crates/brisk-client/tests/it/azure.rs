@@ -10,6 +10,7 @@ use brisk_client::{
 };
 use brisk_testkit::azurite;
 use brisk_testkit::fault_proxy::{Fault, FaultProxy, Schedule};
+use brisk_testkit::http;
 
 use crate::support::{
     azure_builder, azure_client, azure_client_through, azurite, bounded, new_bucket, pattern,
@@ -488,7 +489,7 @@ async fn sas_tokens_presigned_urls_and_connection_strings() {
             )
             .unwrap();
         assert!(url.contains("sig=") && url.contains("sr=b"), "{url}");
-        let (status, body) = raw_get(&url).await;
+        let http::Response { status, body, .. } = http::request("GET", &url, &[], b"");
         assert_eq!((status, body.as_slice()), (200, &b"shared"[..]));
         let expired = c
             .presign(
@@ -499,7 +500,7 @@ async fn sas_tokens_presigned_urls_and_connection_strings() {
                 SystemTime::now() - Duration::from_secs(3600),
             )
             .unwrap();
-        assert_eq!(raw_get(&expired).await.0, 403);
+        assert_eq!(http::request("GET", &expired, &[], b"").status, 403);
 
         // A client given a SAS token (here a container SAS with every permission).
         let token = url.split_once('?').unwrap().1.to_owned();
@@ -543,20 +544,4 @@ async fn sas_tokens_presigned_urls_and_connection_strings() {
         );
     })
     .await;
-}
-
-/// A plain HTTP/1.1 GET of `url` (no client library): the status and body.
-async fn raw_get(url: &str) -> (u16, Vec<u8>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_at(rest.find('/').unwrap());
-    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let text = String::from_utf8_lossy(&response);
-    let status = text[9..12].parse().unwrap();
-    let body_at = text.find("\r\n\r\n").unwrap() + 4;
-    (status, response[body_at..].to_vec())
 }

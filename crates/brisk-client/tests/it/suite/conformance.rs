@@ -8,6 +8,7 @@ use brisk_client::{BatchOptions, Client, Destination, ReadRequest};
 use brisk_client::{CopyOptions, MetadataDirective, TransferOptions};
 use brisk_client::{Credentials, Error, ListOptions, PutOptions};
 use brisk_testkit::fault_proxy::{Fault, FaultProxy, Schedule};
+use brisk_testkit::http;
 use brisk_wire::checksum::{ChecksumAlgorithm, Checksummer};
 
 use super::Backend;
@@ -573,16 +574,16 @@ pub async fn presigned_urls_work_without_credentials(b: &Backend) {
         let put_url = c
             .presign_put(&bucket, "via url", Duration::from_secs(300))
             .unwrap();
-        let (status, _) = raw_request("PUT", &put_url, b"presigned body").await;
+        let status = http::request("PUT", &put_url, &[], b"presigned body").status;
         assert_eq!(status, 200, "{put_url}");
         let get_url = c
             .presign_get(&bucket, "via url", Duration::from_secs(300))
             .unwrap();
-        let (status, body) = raw_request("GET", &get_url, b"").await;
+        let http::Response { status, body, .. } = http::request("GET", &get_url, &[], b"");
         assert_eq!(status, 200);
         assert_eq!(body, b"presigned body");
         // Tampering with the URL breaks the signature.
-        let (status, _) = raw_request("GET", &get_url.replace("via%20url", "other"), b"").await;
+        let status = http::request("GET", &get_url.replace("via%20url", "other"), &[], b"").status;
         assert_eq!(status, 403);
         assert!(matches!(
             c.presign_get(&bucket, "k", Duration::from_secs(8 * 24 * 3600)),
@@ -590,29 +591,6 @@ pub async fn presigned_urls_work_without_credentials(b: &Backend) {
         ));
     })
     .await;
-}
-
-/// Sends a request to a URL with a plain HTTP/1.1 connection, as any tool holding the URL would.
-async fn raw_request(method: &str, url: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    use brisk_wire::http::{HttpConnection, RequestHead, ResponseHead};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, target) = rest.split_at(rest.find('/').unwrap());
-    let stream = tokio::net::TcpStream::connect(authority).await.unwrap();
-    let mut conn = HttpConnection::new(stream);
-    let mut head = RequestHead::with_request_line(method, target).unwrap();
-    head.headers_mut().append("host", authority).unwrap();
-    if method == "PUT" {
-        head.headers_mut().set_content_length(body.len() as u64);
-    }
-    conn.write_request(&head, body).await.unwrap();
-    let mut response = ResponseHead::new();
-    conn.read_response_head(&mut response, method)
-        .await
-        .unwrap();
-    let mut out = vec![0u8; 64 * 1024];
-    let n = conn.read_body_into(&mut out).await.unwrap();
-    out.truncate(n);
-    (response.status(), out)
 }
 
 pub async fn connections_are_reused(b: &Backend) {
@@ -738,7 +716,8 @@ pub async fn the_server_refuses_a_body_that_does_not_match_its_checksum(b: &Back
             .presign_put(&bucket, "damaged", Duration::from_secs(60))
             .unwrap();
         let good = Checksummer::checksum(ChecksumAlgorithm::Crc32c, b"hello").to_base64();
-        let status = raw_put(&url, &[("x-amz-checksum-crc32c", &good)], b"hellO");
+        let status =
+            http::request("PUT", &url, &[("x-amz-checksum-crc32c", &good)], b"hellO").status;
         assert_eq!(status / 100, 4, "a damaged body is refused (got {status})");
         assert!(matches!(
             c.head(&bucket, "damaged").await,
@@ -746,30 +725,6 @@ pub async fn the_server_refuses_a_body_that_does_not_match_its_checksum(b: &Back
         ));
     })
     .await;
-}
-
-/// A plain HTTP/1.1 PUT to `url` with `headers` and `body`; returns the status.
-fn raw_put(url: &str, headers: &[(&str, &str)], body: &[u8]) -> u16 {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://").expect("http URL");
-    let (host, path) = rest.split_once('/').expect("path");
-    let mut stream = std::net::TcpStream::connect(host).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut request = format!(
-        "PUT /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    stream.write_all(body).unwrap();
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).unwrap();
-    std::str::from_utf8(&head[9..12]).unwrap().parse().unwrap()
 }
 
 /// `get_stream` reassembles objects whatever the caller's buffer size, and ends cleanly on empty ones.
