@@ -81,10 +81,7 @@ impl Client {
                 .await
             }
             Dialect::Azure(_) => {
-                let crc64 = known
-                    .filter(|_| algorithm == UploadChecksum::Crc64Nvme)
-                    .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
-                self.azure_put_block(bucket, key, part_number, data, crc64)
+                self.azure_put_block(bucket, key, part_number, data, algorithm, known)
                     .await
             }
         }

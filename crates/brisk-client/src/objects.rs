@@ -855,12 +855,7 @@ impl Client {
         check_key(key)?;
         match self.dialect() {
             Dialect::S3(_) => self.s3_put_summed(bucket, key, body, options, known).await,
-            Dialect::Azure(_) => {
-                let crc64 = known
-                    .filter(|_| options.checksum == UploadChecksum::Crc64Nvme)
-                    .and_then(|k| crate::azure::crc64_from_s3_base64(&k.checksum));
-                self.azure_put_blob(bucket, key, body, options, crc64).await
-            }
+            Dialect::Azure(_) => self.azure_put_blob(bucket, key, body, options, known).await,
         }
     }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use brisk_wire::azure::{block_id, block_list_body, crc64, crc64_header_value};
 use brisk_wire::checksum::Md5;
-use brisk_wire::xml::CompletedPart;
+use brisk_wire::xml::{CompletedPart, DeleteResult};
 use time::OffsetDateTime;
 
 use crate::UploadChecksum;
@@ -12,23 +12,27 @@ use crate::client::{Client, finish};
 use crate::copy::CopyResult;
 use crate::error::{Error, Result};
 use crate::objects::{PutOptions, PutResult};
+use crate::part_sums::PartSums;
 use crate::request::{RequestSpec, push_query};
-use brisk_wire::xml::DeleteResult;
 
 /// How long a pending copy is waited for before giving up: 1 hour. A copy within an account is
 /// usually complete when the request returns; across accounts it runs at the service's pace.
 const COPY_WAIT: Duration = Duration::from_secs(3600);
 
 impl Client {
-    /// Put Blob: `body` as a block blob in one request, with its CRC-64.
+    /// Put Blob: `body` as a block blob in one request, with its CRC-64 (taken from `known`
+    /// when the upload computed it while it read the bytes).
     pub(crate) async fn azure_put_blob(
         &self,
         container: &str,
         blob: &str,
         body: &[u8],
         options: &PutOptions,
-        known_crc64: Option<String>,
+        known: Option<PartSums>,
     ) -> Result<PutResult> {
+        let known_crc64 = known
+            .filter(|_| options.checksum == UploadChecksum::Crc64Nvme)
+            .and_then(|k| super::crc64_from_s3_base64(&k.checksum));
         let crc = known_crc64.unwrap_or_else(|| crc64_header_value(crc64(body)));
         let response = self
             .send_checked(body, &crc, |integrity| {
@@ -56,15 +60,19 @@ impl Client {
     }
 
     /// Put Block: part `part_number` (1-based) staged as block `block_id(part_number - 1)`, with
-    /// its CRC-64 (`known_crc64`, Azure's form, when computed while the part was read).
+    /// its CRC-64 (taken from `known` when computed while the part was read, as `algorithm`).
     pub(crate) async fn azure_put_block(
         &self,
         container: &str,
         blob: &str,
         part_number: u32,
         data: &[u8],
-        known_crc64: Option<String>,
+        algorithm: UploadChecksum,
+        known: Option<PartSums>,
     ) -> Result<CompletedPart> {
+        let known_crc64 = known
+            .filter(|_| algorithm == UploadChecksum::Crc64Nvme)
+            .and_then(|k| super::crc64_from_s3_base64(&k.checksum));
         let crc = known_crc64.unwrap_or_else(|| crc64_header_value(crc64(data)));
         let id = block_id(part_number - 1);
         let response = self
