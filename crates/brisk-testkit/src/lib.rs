@@ -8,6 +8,8 @@
 //!   brisk-server library (brisk-client's tests, so `cargo test -p brisk-client` needs no prebuilt
 //!   binary).
 //! - [`minio`]: MinIO, the independent S3 server the client and the CLI are also checked against.
+//! - [`minio_cluster`]: MinIO in distributed mode (4 nodes, 2 drives each) in a network namespace
+//!   of its own, reached through loopback forwarders, whose nodes a test can kill and restart.
 //! - [`azurite`]: Azurite, Microsoft's Azure Storage emulator, for the Azure dialect.
 //! - [`http`]: the tests' one raw HTTP/1.1 client (hand-written requests on a plain socket: one per
 //!   connection, or a keep-alive connection that reuses its buffers for allocation counts).
@@ -27,6 +29,7 @@ pub mod fake_s3;
 pub mod fault_proxy;
 pub mod http;
 pub mod minio;
+pub mod minio_cluster;
 pub mod process;
 pub mod serve;
 
