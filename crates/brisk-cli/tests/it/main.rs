@@ -10,6 +10,7 @@ mod azure;
 mod bench;
 mod bench_mixed;
 mod boto3;
+mod cluster;
 mod commands;
 mod crash;
 mod debug_events;
