@@ -293,6 +293,52 @@ impl MinioCluster {
         self.wait_until_in_quorum(node)
     }
 
+    /// Bytes of the files under the drives (the nodes' logs left out): what the cluster holds on
+    /// disk now.
+    pub fn disk_usage(&self) -> u64 {
+        fn walk(dir: &Path) -> u64 {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return 0;
+            };
+            entries
+                .flatten()
+                .map(|entry| match entry.file_type() {
+                    Ok(t) if t.is_dir() => walk(&entry.path()),
+                    Ok(t) if t.is_file() => entry.metadata().map_or(0, |m| m.len()),
+                    _ => 0,
+                })
+                .sum()
+        }
+        (1..=NODES)
+            .map(|i| walk(&self.root.join(format!("n{i}"))))
+            .sum()
+    }
+
+    /// Removes what MinIO moved to its drives' trash (`.minio.sys/tmp/.trash`): the data of deleted
+    /// objects, which MinIO purges on its own only later (not within minutes here), so that a test
+    /// that deletes an object to make room on the disk gets the room. Safe while the nodes run:
+    /// nothing refers to the trash's contents any more. Returns the bytes removed.
+    pub fn empty_trash(&self) -> u64 {
+        let before = self.disk_usage();
+        for i in 1..=NODES {
+            for j in 1..=DRIVES_PER_NODE {
+                let trash = self.root.join(format!("n{i}/d{j}/.minio.sys/tmp/.trash"));
+                let Ok(entries) = std::fs::read_dir(&trash) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    let _ = if path.is_dir() {
+                        std::fs::remove_dir_all(&path)
+                    } else {
+                        std::fs::remove_file(&path)
+                    };
+                }
+            }
+        }
+        before.saturating_sub(self.disk_usage())
+    }
+
     /// The last `bytes` of node `node`'s log.
     pub fn log_tail(&self, node: usize, bytes: usize) -> String {
         let text = std::fs::read(&self.nodes[node].log).unwrap_or_default();

@@ -9,7 +9,17 @@
 //!   each completes and is checked byte for byte. MinIO's write quorum with 8 drives at EC:4 is 5
 //!   drives, so writes go on with one node (2 drives) down. Each node comes back on its drives, and
 //!   everything written, also while a node was down, is read back whole, through the client's node
-//!   and through the node that missed the upload.
+//!   and through the node that missed the upload (MinIO answers `404 NoSuchKey` to those reads for
+//!   a few seconds after the node is back: see [`read_back`]).
+//!
+//! Each kill costs the objects read under it one node's shards and no more: the download and the
+//! random reads are of an object written with every node up, and the upload with a kill comes
+//! last. An object written while a node was down lacks that node's shards until MinIO heals it
+//! (set off by a read, in its own time: not within 2 minutes in one run here); losing a second
+//! node then leaves it at its read quorum (4 of 8 drives), where MinIO was seen answering
+//! `404 NoSuchKey` to reads in flight when the node died. The first object is deleted before the
+//! second is written, and its data removed from MinIO's trash (which MinIO purges only later), so
+//! that the drives never hold both.
 //!
 //! The object of the kill test is 512 MiB (64 parts of 8 MiB), not the 1 GiB the issue names: a
 //! cluster keeps twice an object's size on its drives (EC:4), and a 1 GiB object with its source
@@ -46,6 +56,8 @@ const PART: &str = "8MiB";
 const COMMAND_LIMIT: Duration = Duration::from_secs(300);
 /// Bounds the waits for a transfer to reach the point where a node is killed.
 const PROGRESS_LIMIT: Duration = Duration::from_secs(180);
+/// Bounds the time a node that came back may answer reads of what it missed with errors.
+const REJOIN_LIMIT: Duration = Duration::from_secs(90);
 /// The pattern is generated and compared in pieces of this size.
 const CHUNK: usize = 1 << 20;
 
@@ -532,6 +544,32 @@ fn walk(root: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Runs `check` (a whole read through node `node` just after a node came back) until it passes,
+/// 2 s apart, for at most [`REJOIN_LIMIT`]. Right after a node that was down while an object was
+/// written is back, MinIO answers `404 NoSuchKey` to reads of that object, through the client's
+/// node as well as through the node that came back, for a few seconds (3 to 16 s seen here, in
+/// most runs): by the look of it while it heals the object onto that node. The object is listed
+/// all along and read whole afterwards. A client given several endpoints will meet this. How long
+/// it lasted is said on standard error; longer than the limit fails the test.
+fn read_back(node: usize, check: impl Fn()) {
+    let began = Instant::now();
+    loop {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&check));
+        match result {
+            Ok(()) => break,
+            Err(panic) if began.elapsed() > REJOIN_LIMIT => std::panic::resume_unwind(panic),
+            Err(_) => std::thread::sleep(Duration::from_secs(2)),
+        }
+    }
+    if began.elapsed() > Duration::from_secs(1) {
+        eprintln!(
+            "node {} served the read whole {:.1} s after the first attempt failed",
+            node + 1,
+            began.elapsed().as_secs_f64()
+        );
+    }
+}
+
 #[test]
 fn transfers_complete_when_a_node_is_killed_midway_and_nothing_is_lost() {
     let Some(mut cluster) = MinioCluster::start_or_skip(
@@ -540,50 +578,46 @@ fn transfers_complete_when_a_node_is_killed_midway_and_nothing_is_lost() {
         return;
     };
     let began = Instant::now();
+    let lap = |what: &str| eprintln!("{what} done at {:.1} s", began.elapsed().as_secs_f64());
     let endpoints = client_endpoints(&cluster);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("brisk-cluster-kills-")
+        .tempdir()
+        .unwrap();
     run(&endpoints, &["mb", "s3://kills"]);
-    let big_seed = 7;
     let restart = |cluster: &mut MinioCluster, node: usize| {
         cluster
             .restart(node)
             .unwrap_or_else(|e| panic!("restarting node {}: {e}", node + 1));
     };
+    let upload_from_pattern = |key: &str, seed: u64, len: u64| {
+        let source = dir.path().join("source.bin");
+        write_pattern(&source, seed, len);
+        let mut upload = cp(
+            &endpoints,
+            source.to_str().unwrap(),
+            &format!("s3://kills/{key}"),
+        );
+        upload.arg("--debug");
+        (source, upload)
+    };
 
-    // An upload with node 3 killed a third of the way: it completes.
-    let source = dir.path().join("big.bin");
-    write_pattern(&source, big_seed, BIG);
-    let mut upload = cp(&endpoints, source.to_str().unwrap(), "s3://kills/big.bin");
-    upload.arg("--debug");
-    let out = kill_midway(&mut cluster, 2, upload, |t| t.to_node, BIG / 3);
-    succeeded(out);
+    // The object the download and the random reads are killed under, written with every node up.
+    let (read_seed, written_seed, small_seed) = (7, 9, 8);
+    let (source, upload) = upload_from_pattern("read.bin", read_seed, BIG);
+    succeeded(run_with_timeout(upload, COMMAND_LIMIT));
     std::fs::remove_file(&source).unwrap();
-    // A small object written while the node is still down.
-    let small = dir.path().join("small.bin");
-    write_pattern(&small, 8, 1_234_567);
-    succeeded(run_with_timeout(
-        cp(&endpoints, small.to_str().unwrap(), "s3://kills/small.bin"),
-        COMMAND_LIMIT,
-    ));
-    std::fs::remove_file(&small).unwrap();
-    restart(&mut cluster, 2);
-    eprintln!(
-        "upload with a kill done at {:.1} s",
-        began.elapsed().as_secs_f64()
-    );
+    lap("first upload");
 
     // A download with node 2 killed a third of the way: it completes, whole.
     let down = dir.path().join("down.bin");
-    let mut download = cp(&endpoints, "s3://kills/big.bin", down.to_str().unwrap());
+    let mut download = cp(&endpoints, "s3://kills/read.bin", down.to_str().unwrap());
     download.arg("--debug");
     let out = kill_midway(&mut cluster, 1, download, |t| t.from_node, BIG / 3);
     succeeded(out);
-    check_file_and_remove(&down, big_seed, BIG);
+    check_file_and_remove(&down, read_seed, BIG);
     restart(&mut cluster, 1);
-    eprintln!(
-        "download with a kill done at {:.1} s",
-        began.elapsed().as_secs_f64()
-    );
+    lap("download with a kill");
 
     // A batch of random reads with node 4 killed a third of the way: every range arrives whole.
     let client = client_of(&cluster);
@@ -594,8 +628,8 @@ fn transfers_complete_when_a_node_is_killed_midway_and_nothing_is_lost() {
             random_reads(
                 &client,
                 "kills",
-                "big.bin",
-                (big_seed, BIG),
+                "read.bin",
+                (read_seed, BIG),
                 (1500, 256 << 10),
                 Some(&mut kill),
             ),
@@ -606,19 +640,50 @@ fn transfers_complete_when_a_node_is_killed_midway_and_nothing_is_lost() {
     assert_eq!(after_kill, 1500 - 1500 / 3);
     assert!(!cluster.is_running(3));
     restart(&mut cluster, 3);
-    eprintln!(
-        "random reads with a kill done at {:.1} s",
-        began.elapsed().as_secs_f64()
-    );
+    lap("random reads with a kill");
 
-    // Every node is back: everything written is there, through the client's node and through
-    // node 3, which was down for the second half of the upload and for the small object.
+    // Every node back: the object is whole. It makes way for the next one (the disk they may take).
+    check_object_streamed(&endpoints, "s3://kills/read.bin", read_seed, BIG);
+    run(&endpoints, &["rm", "--quiet", "s3://kills/read.bin"]);
+    cluster.empty_trash();
+    assert!(
+        cluster.disk_usage() < BIG / 4,
+        "the cluster holds {} bytes once the object is deleted",
+        cluster.disk_usage()
+    );
+    lap("read back");
+
+    // An upload with node 3 killed a third of the way: it completes; a small object is written
+    // while the node is still down.
+    let (source, upload) = upload_from_pattern("written.bin", written_seed, BIG);
+    let out = kill_midway(&mut cluster, 2, upload, |t| t.to_node, BIG / 3);
+    succeeded(out);
+    std::fs::remove_file(&source).unwrap();
+    let small = dir.path().join("small.bin");
+    write_pattern(&small, small_seed, 1_234_567);
+    succeeded(run_with_timeout(
+        cp(&endpoints, small.to_str().unwrap(), "s3://kills/small.bin"),
+        COMMAND_LIMIT,
+    ));
+    std::fs::remove_file(&small).unwrap();
+    restart(&mut cluster, 2);
+    lap("upload with a kill");
+
+    // Node 3 back: what was written while it was down is all there, read through the client's node
+    // and through node 3, which holds none of the second half of the upload nor the small object
+    // until MinIO heals them onto it.
     let listed = run(&endpoints, &["ls", "--json", "s3://kills/"]);
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(listed.lines().count(), 2, "{listed}");
-    for through in [endpoints.clone(), vec![cluster.endpoint(2).to_owned()]] {
-        check_object_streamed(&through, "s3://kills/big.bin", big_seed, BIG);
-        check_object_streamed(&through, "s3://kills/small.bin", 8, 1_234_567);
+    for node in [CLIENT_NODE, 2] {
+        let through = vec![cluster.endpoint(node).to_owned()];
+        for (key, seed, len) in [
+            ("written.bin", written_seed, BIG),
+            ("small.bin", small_seed, 1_234_567),
+        ] {
+            let url = format!("s3://kills/{key}");
+            read_back(node, || check_object_streamed(&through, &url, seed, len));
+        }
     }
 
     drop(cluster);
