@@ -14,7 +14,7 @@
 //! it through a channel when each chunk is in the page cache ([`ChunkSums`]). The channel holds one
 //! message, so the reader is at most two chunks (2 MiB) ahead. This replaced a blocking task per
 //! 1 MiB chunk, which cost a task's scheduling and two wake-ups per chunk and left the socket idle
-//! while each chunk was read (BENCHMARKS.md, "Upload from a file: one reader per part").
+//! while each chunk was read (BENCHMARKS-log.md, "Upload from a file: one reader per part").
 
 use std::sync::Arc;
 

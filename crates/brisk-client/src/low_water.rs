@@ -7,7 +7,7 @@
 //! MinIO, 6 to 10 times per MiB, where the whole download needs about one read per MiB. Raising the
 //! mark while the worker cannot take the bytes, and keeping it at a block's worth while it reads,
 //! cut a one-connection download's voluntary context switches from about 34,000 to about 9,000
-//! per 4 GiB and its CPU by about 9 % (BENCHMARKS.md). Bytes keep flowing meanwhile: Linux grows
+//! per 4 GiB and its CPU by about 9 % (BENCHMARKS-log.md). Bytes keep flowing meanwhile: Linux grows
 //! the receive buffer to hold twice the mark.
 //!
 //! The mark must never exceed the bytes still to come on the connection, or a read waits for

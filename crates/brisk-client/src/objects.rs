@@ -940,7 +940,7 @@ fn composite_with_etag(response: &Response) -> Option<(MultipartChecksum, String
 /// all that time; done in [`POPULATE_AHEAD`] steps as the body arrives, it overlaps the server's
 /// sending. Populated rather than faulted by the socket's copy: a page fault inside the kernel's
 /// copy costs far more than populating (`brisk_mem::exact`), and faulting from user space cost
-/// 5–20 % more CPU here (BENCHMARKS.md).
+/// 5–20 % more CPU here (BENCHMARKS-log.md).
 trait ReadTarget {
     /// The bytes the body is read into, all of them.
     fn bytes(&mut self) -> &mut [u8];
@@ -1057,7 +1057,7 @@ impl PopulateAhead {
 
 /// How many bytes a socket holds before it wakes a read into an exact buffer: 1 MiB. A get of
 /// 1 GiB from MinIO was woken about 7,000 times with the kernel's default of a byte, and about
-/// 1,100 times with this, for about 4 % less CPU (BENCHMARKS.md).
+/// 1,100 times with this, for about 4 % less CPU (BENCHMARKS-log.md).
 const EXACT_READ_WAKE_AFTER: usize = 1 << 20;
 
 /// Reads the body into all of `dst` from position `from` on, returning how many bytes arrived and

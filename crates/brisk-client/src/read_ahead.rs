@@ -7,7 +7,7 @@
 //! written at offsets as ranges land ([`Client::download`]); a stream cannot, so here up to
 //! `parts_in_flight` ranges of `part_size` are read ahead, each into a pooled block of its own, and
 //! the blocks are handed out in order. Through a 2 ms round trip Python's `download_fileobj` read
-//! 1 GiB at 1.21 GiB/s this way against 0.59 through one GET (BENCHMARKS.md, "`download_fileobj`
+//! 1 GiB at 1.21 GiB/s this way against 0.59 through one GET (BENCHMARKS-log.md, "`download_fileobj`
 //! in parallel ranges").
 //!
 //! # Consistency and integrity

@@ -194,7 +194,7 @@ impl<'a> RequestSpec<'a> {
     /// more than a tenth of an 8 MiB part's time at 1 GB/s (512 MiB through a 10 ms round trip:
     /// 1.27 s → 1.07 with the part read ahead as well), and more where the server is slow to say
     /// `100 Continue` (a `brisk serve` whose workers wrote bodies inline: 4.9 s → 4.1 at the server
-    /// for 2 GiB; BENCHMARKS.md, "Upload parts without `100 Continue`"). A part refused anyway
+    /// for 2 GiB; BENCHMARKS-log.md, "Upload parts without `100 Continue`"). A part refused anyway
     /// (credentials expired, upload aborted) costs its bytes once.
     pub(crate) fn part_of_created_upload(mut self) -> Self {
         self.continue_first = false;

@@ -4,7 +4,7 @@
 //! link's bandwidth-delay product, and stores cap what one connection carries. From a server that
 //! is the bound itself (one on the same machine or rack whose CPU is the limit), more streams carry
 //! no more bytes and cost CPU on both ends: each stream's socket buffers are one more working set
-//! for the caches (BENCHMARKS.md, "the floor by connections": 0.50 CPU s/GiB with one stream, 0.58
+//! for the caches (BENCHMARKS-log.md, "the floor by connections": 0.50 CPU s/GiB with one stream, 0.58
 //! with two or four). Nothing known before the download tells the two apart, so a large download
 //! measures: its rate and the process's CPU time per byte with all its streams, then with one,
 //! which writes its own blocks (no writer thread: the client needs one core, and leaves the other
@@ -79,7 +79,7 @@ pub struct StreamMeasure {
     /// streams', in percent (93). From a server that was the bound, one stream cost 0.37–0.47 CPU
     /// s/GiB against four's 0.43–0.56 in the same downloads; from one that cost the client
     /// nothing, one stream handing its blocks to the writer thread cost the same as four within
-    /// 5 % in the windows, and was the slower over whole downloads (BENCHMARKS.md).
+    /// 5 % in the windows, and was the slower over whole downloads (BENCHMARKS-log.md).
     pub cheaper_percent: u32,
 }
 

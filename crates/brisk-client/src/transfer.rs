@@ -76,7 +76,7 @@ pub const DEFAULT_PARTS_IN_FLIGHT: usize = 4;
 /// signed), so it goes out as soon as one of them is answered instead of after its own read. With
 /// parts sent without `100 Continue`, it raised the parts at the server of a signed 2 GiB upload
 /// to `brisk serve` from 2.6–2.7 of 4 to 3.0 on average (its access log; 4.67–5.02 s → 4.42–4.72,
-/// BENCHMARKS.md "Upload parts without `100 Continue`"); once `brisk serve` wrote bodies off its
+/// BENCHMARKS-log.md "Upload parts without `100 Continue`"); once `brisk serve` wrote bodies off its
 /// workers, 1–4 % (3.18–3.27 s against 3.21–3.42). One more block of memory (8 MiB by default).
 pub const UPLOAD_READ_AHEAD: usize = 1;
 

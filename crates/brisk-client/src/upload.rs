@@ -292,7 +292,7 @@ impl Client {
 ///
 /// The SHA-256 of a signed part is taken here rather than when the part is sent: there it held
 /// the runtime's thread for the whole part (about 5 ms per 8 MiB) and read the part from memory a
-/// second time. Neither showed in the time or CPU of a 2 GiB upload on loopback (BENCHMARKS.md
+/// second time. Neither showed in the time or CPU of a 2 GiB upload on loopback (BENCHMARKS-log.md
 /// "Upload parts without `100 Continue`"); it keeps the runtime's thread free for the sockets.
 async fn read_part_summed(
     file: &Arc<std::fs::File>,

@@ -19,7 +19,7 @@
 //! 1 GiB from `brisk serve` (`bench/fresh_buffer_recv.py`, sys CPU per GiB): into fresh pages about
 //! 1.0 s; into a `MAP_POPULATE` mapping 0.56 s, population included; into a buffer already touched
 //! 0.17 s (the copy alone). End to end, `get_bytes` of 256 MiB and 1 GiB went from 1.14 to 0.75 CPU
-//! s/GiB (BENCHMARKS.md, "In-memory GET buffer"). The buffer is written in full by the read right
+//! s/GiB (BENCHMARKS-log.md, "In-memory GET buffer"). The buffer is written in full by the read right
 //! after, so populating adds no resident memory the buffer would not have had anyway.
 //!
 //! Why a mapping: its memory is accounted for to the byte. Dropping it hands it to its budget, which

@@ -5,7 +5,7 @@
 //! A large [`ExactBuf`](crate::ExactBuf) is a fresh anonymous mapping, and making fresh memory
 //! resident is most of what an in-memory GET costs: on the VMs brisk is measured on, about 0.4 CPU s
 //! per GiB to populate in 4 KiB pages, against 0.17 for the socket's copy into memory that is resident
-//! already (BENCHMARKS.md, "In-memory GET buffer"). A process that reads many large objects one after
+//! already (BENCHMARKS-log.md, "In-memory GET buffer"). A process that reads many large objects one after
 //! another (a data loader's shards, checkpoints) frees one buffer and maps the next of about the same
 //! size moments later; every peer's allocator does the same (glibc maps anything above 32 MiB afresh).
 //! Keeping the freed mapping and handing it to the next buffer that fits leaves the copy alone.
@@ -43,7 +43,7 @@ pub const KEPT_IDLE: Duration = Duration::from_secs(10);
 /// The most freed buffers a budget keeps at once. Enough for a batch of large ranges read again
 /// (Python's `get_ranges` gives each range above 8 MiB a buffer of its own): 32 ranges of 16 MiB,
 /// read five times in one process, cost 0.40–0.43 CPU s/GiB with 8 kept and 0.20–0.21 with 64
-/// (BENCHMARKS.md). Finding one is a scan of at most this many.
+/// (BENCHMARKS-log.md). Finding one is a scan of at most this many.
 pub const MAX_KEPT: usize = 64;
 
 /// A kept mapping serves buffers it is at most this fraction longer than (a quarter of theirs).

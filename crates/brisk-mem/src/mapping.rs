@@ -6,7 +6,7 @@
 //! A fresh buffer costs one page fault per 4 KiB the first time it is written, and on the VMs brisk is
 //! measured on those faults cost more than the socket's copy into the buffer: making 1 GiB of 4 KiB
 //! pages resident costs about 0.44 CPU s (`MAP_POPULATE`), against 0.11–0.16 s for the same GiB in
-//! 2 MiB pages, 512 times fewer faults (docs/memory.md, "Huge pages"; BENCHMARKS.md). For an in-memory
+//! 2 MiB pages, 512 times fewer faults (docs/memory.md, "Huge pages"; BENCHMARKS-log.md). For an in-memory
 //! GET of 1 GiB that is most of the client's CPU.
 //!
 //! # Where the kernel offers them, and at what price
@@ -31,14 +31,14 @@
 //! discard those blocks' memory; the first touch of a huge page made from one then faults in the
 //! host too. There a fresh process's 1 GiB GET cost 1.1–1.5 CPU s/GiB in huge pages against 0.6–0.7
 //! in 4 KiB pages, and won (0.5–0.67) only once it reused blocks it had freed moments before
-//! (BENCHMARKS.md, "Huge pages"). So where reporting is active brisk keeps 4 KiB pages by default.
+//! (BENCHMARKS-log.md, "Huge pages"). So where reporting is active brisk keeps 4 KiB pages by default.
 //!
 //! Smaller folios escape it. Kernels from 6.8 on can give anonymous memory folios of 16 KiB to
 //! 1 MiB (multi-size THP, `hugepages-<size>kB/enabled`, all `never` by default); those come from
 //! free lists below the reporting order, which the host still backs. Where the 2 MiB size is off
 //! and a smaller one is `madvise` (or `always`), brisk marks its ranges on a reporting VM too: a
 //! fresh 1 GiB in 64 KiB folios cost 0.14–0.15 CPU s against 0.35–0.38 in 4 KiB pages, seconds
-//! after the last free (BENCHMARKS.md, "Small folios on a VM that reports free memory"). The
+//! after the last free (BENCHMARKS-log.md, "Small folios on a VM that reports free memory"). The
 //! 2 MiB size has to be off: a marked range gets a 2 MiB folio first wherever that size is allowed.
 //!
 //! `BRISK_HUGE_PAGES=off` in the environment turns huge pages off for the process, `on` uses them
@@ -184,7 +184,7 @@ const SMALL_SIZES_ENABLED: [&str; 7] = [
 /// Whether the kernel reports free blocks of 2 MiB or smaller to a hypervisor (virtio-balloon free
 /// page reporting), which then takes their memory back: a huge page made of such a block costs a
 /// fault in the host as well, measured at 1.1–1.5 CPU s per GiB against 0.6–0.7 for 4 KiB pages
-/// taken from the smaller free lists (BENCHMARKS.md, "Huge pages"). True when
+/// taken from the smaller free lists (BENCHMARKS-log.md, "Huge pages"). True when
 /// `page_reporting_order` is at most 9 and the kernel has reported memory (`reported_kib`, where
 /// the kernel has that counter) or the balloon driver is loaded.
 fn free_page_reporting_takes_huge_blocks() -> bool {

@@ -182,7 +182,7 @@ impl std::fmt::Display for Rfc3339Millis {
 /// buffer to standard error every `FLUSH_INTERVAL` (or as soon as it holds `FLUSH_BYTES`):
 /// one `write` per flush instead of one per request, and no thread wake-up per request. A first
 /// version sent each line through a channel to the thread (one wake-up and one `write` per line):
-/// 32 µs of server CPU per request, a third of a 256 KiB GET's cost (BENCHMARKS.md, "Server").
+/// 32 µs of server CPU per request, a third of a 256 KiB GET's cost (BENCHMARKS-log.md, "Server").
 #[derive(Debug)]
 pub struct AccessLog {
     format: LogFormat,

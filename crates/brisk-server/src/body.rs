@@ -9,7 +9,7 @@
 //! A body slice (at most one read buffer, 256 KiB by default) is written on the runtime's worker,
 //! through the page cache or, for durable bodies of a stage or more, staged and written with
 //! `O_DIRECT` (`direct.rs`). A buffered write is a memory copy plus the file system's delayed
-//! allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS.md`, "Server"), i.e.
+//! allocation, about 0.3 CPU s per GiB in the server benchmark (`BENCHMARKS-log.md`, "Server"), i.e.
 //! ~75 µs per 256 KiB. Handing each one to another thread (`spawn_blocking`, `block_in_place`) would
 //! add a thread hand-off per slice and save no CPU. What waits for the disk — an `O_DIRECT` write,
 //! which returns when the device has the bytes, the fsync and rename of the commit, metadata

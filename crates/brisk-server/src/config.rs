@@ -16,7 +16,7 @@ pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
 /// Default listen address: loopback only, on the port MinIO and most S3 test set-ups use.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9000";
 
-/// Default read buffer per connection: 256 KiB, chosen by the sweep in `BENCHMARKS.md` ("Server").
+/// Default read buffer per connection: 256 KiB, chosen by the sweep in `BENCHMARKS-log.md` ("Server").
 /// A PUT's body passes through it into the file, so it is also the size of each `recv` and each file
 /// write. Receiving a 2 GiB unsigned PUT (fsync off, medians of 3) cost the server 2.19 / 1.80 / 1.04 /
 /// 0.83 / 0.60 CPU s per GiB with MD5 ETags off at 4 / 16 / 64 / 256 KiB / 1 MiB (fewer system calls

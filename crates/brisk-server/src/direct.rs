@@ -6,7 +6,7 @@
 //! A buffered `write` copies every payload byte into a page-cache page the kernel has just
 //! allocated, so each store misses the CPU's caches. Receiving a 1 GiB boto3 upload with
 //! `--no-md5-etag` and fsync on, that copy (`copy_folio_from_iter_atomic`) was 36 % of the server's
-//! CPU samples, as much as verifying the payload's SHA-256 (perf; `BENCHMARKS.md`, "The server's
+//! CPU samples, as much as verifying the payload's SHA-256 (perf; `BENCHMARKS-log.md`, "The server's
 //! CPU per received GiB"). With fsync on (the default) a body is synced before its PUT is answered,
 //! so keeping it in the page cache buys nothing: it is written with `O_DIRECT` instead, the device
 //! takes the bytes from our buffer, and the fsync at commit finds no dirty pages to write back.
@@ -141,7 +141,7 @@ impl<'a> BodyWriter<'a> {
     /// A direct write returns when the device has the bytes, about half a millisecond per 256 KiB
     /// on the disks measured, so it runs under [`blocking`](crate::blocking::blocking): the worker's
     /// other connections move to another thread meanwhile instead of waiting, as a `100 Continue`
-    /// they owed did (BENCHMARKS.md, "The server's disk writes off the worker"). A buffered write
+    /// they owed did (BENCHMARKS-log.md, "The server's disk writes off the worker"). A buffered write
     /// is a memory copy and stays inline (`body.rs`).
     fn drain(&mut self, len: usize) -> io::Result<()> {
         if self.direct {

@@ -6,7 +6,7 @@
 //! with `sendfile`). Without kernel TLS (not offered on the machines brisk is measured on), a TLS
 //! record is encrypted in user space, so a TLS body is read from its file into the connection's
 //! scratch buffer and written through rustls: one more copy and the cipher per byte
-//! (BENCHMARKS.md, "Server", has what that costs a GET).
+//! (BENCHMARKS-log.md, "Server", has what that costs a GET).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -21,7 +21,7 @@ pub const DEFAULT_QUEUE_DEPTH: usize = 64;
 /// the other (`brisk serve`, MinIO's Go `net/http`), so behind a first-byte latency L a connection
 /// completes at most one request per L however many are queued on it, and 8 connections capped a
 /// batch near 8 / L; on loopback a second response queued on a connection about doubled the
-/// server's transmit cost. Measured in `BENCHMARKS.md` ("Random reads under latency") with
+/// server's transmit cost. Measured in `BENCHMARKS-log.md` ("Random reads under latency") with
 /// `bench/latency.sh`; the sockets stay bounded, and still fewer than obstore's one per request.
 pub const DEFAULT_BATCH_CONNECTIONS: usize = 64;
 

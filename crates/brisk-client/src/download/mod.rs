@@ -164,7 +164,7 @@ impl Client {
     /// options' progress; returns the bytes written. Writes run on the blocking pool, with the
     /// block moved there and back, so the bytes are written from where they landed (tokio's
     /// `Stdout` or `File` copies each piece into a buffer of its own first: `brisk cat` of 1 GiB
-    /// into `/dev/null` took 0.24–0.26 CPU s that way, 0.17–0.18 written in place: BENCHMARKS.md,
+    /// into `/dev/null` took 0.24–0.26 CPU s that way, 0.17–0.18 written in place: BENCHMARKS-log.md,
     /// "`brisk cat` written from the block"), and a
     /// slow reader never holds up the runtime. A connection that fails mid-body is resumed and
     /// the stored checksum is verified as the stream ends ([`Client::get_stream`]); what was

@@ -95,14 +95,14 @@ impl Client {
 
 /// The blocks a streamed download range passes through, two per range in flight: 1 MiB each, so
 /// that four ranges in flight hold 8 MiB instead of a whole 8 MiB part each (a 4 GiB download to
-/// tmpfs: 13 MiB peak RSS; BENCHMARKS.md, "Download to a file"), with few enough file writes per
+/// tmpfs: 13 MiB peak RSS; BENCHMARKS-log.md, "Download to a file"), with few enough file writes per
 /// GiB (1,024) that handing each to the download's writer thread costs nothing measurable.
 pub(crate) const DOWNLOAD_CHUNK: usize = 1024 * 1024;
 
 /// How much one GET of a streamed download asks for, at most: consecutive parts up to 64 MiB
 /// (8 default parts), so that a 4 GiB download is 64 requests instead of 512. Each request costs
 /// the server a lookup and the client a round trip before its first byte; on MinIO the 512 cost
-/// more server CPU than the bytes' own transfer did (BENCHMARKS.md, "Download to a file").
+/// more server CPU than the bytes' own transfer did (BENCHMARKS-log.md, "Download to a file").
 pub(crate) const DOWNLOAD_SPAN: u64 = 64 * 1024 * 1024;
 
 /// Parts per GET: as many as fit in [`DOWNLOAD_SPAN`], but no more than an even share of the
@@ -350,7 +350,7 @@ impl ChunkWriter {
     /// Writes `block[..len]` at `offset` on this thread, while the worker runs alone: one stream
     /// from a server that is the bound, where handing each block to the writer thread costs a
     /// wake-up on each side and a cache's worth of copying across cores, and the client needs one
-    /// thread, not two (BENCHMARKS.md, "Download streams chosen by measurement"). Returns false,
+    /// thread, not two (BENCHMARKS-log.md, "Download streams chosen by measurement"). Returns false,
     /// having written nothing, once a write here has taken longer than [`SLOW_WRITE_HERE`].
     async fn write_here(&mut self, block: &PooledBlock, offset: u64, len: usize) -> Result<bool> {
         use std::os::unix::fs::FileExt;

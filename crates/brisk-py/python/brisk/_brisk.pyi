@@ -276,7 +276,7 @@ class Client:
     unsigned over HTTPS; "signed" always signs; "unsigned" never does. Every upload also carries a
     checksum (CRC32C) the server verifies. Unsigned over plain HTTP, `upload` sends a file's parts
     from the page cache (`sendfile`) with the checksum as an aws-chunked trailer, the least CPU per
-    byte (BENCHMARKS.md, "Upload"). Any other value is a ValueError.
+    byte (BENCHMARKS-log.md, "Upload"). Any other value is a ValueError.
 
     Every call releases the GIL while it does I/O; one client may be shared by many threads. After
     `fork()` the child rebuilds the client's runtime and connections on first use.

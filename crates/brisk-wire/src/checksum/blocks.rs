@@ -3,7 +3,7 @@
 //!
 //! Why: checking a whole-object read after it has landed reads the buffer a second time, from
 //! memory; for 1 GiB that second pass was a quarter of an in-memory GET's CPU samples once the
-//! buffer's pages no longer had to be faulted in (BENCHMARKS.md). Taking each piece's CRC right
+//! buffer's pages no longer had to be faulted in (BENCHMARKS-log.md). Taking each piece's CRC right
 //! after the socket's copy wrote it finds much of it still in the caches: the CRC's share fell to
 //! a fifth, and the reads' user CPU by half. (Reads cut to a block, so that each is summed from L2,
 //! cost more in wake-ups and window updates than they saved.) The part boundaries of a

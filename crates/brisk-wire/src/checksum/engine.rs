@@ -3,7 +3,7 @@
 //! `x-amz-checksum-sha256`), chosen here and nowhere else.
 //!
 //! Both were picked by measurement: `bench/hash_engines` streams 256 KiB and 8 MiB buffers through
-//! every candidate on one host, in one run (figures in `BENCHMARKS.md`, "Hash engines"). On a 2-core
+//! every candidate on one host, in one run (figures in `BENCHMARKS-log.md`, "Hash engines"). On a 2-core
 //! Xeon with SHA-NI and AVX-512:
 //!
 //! * **SHA-256: `sha2`, default build.** It detects the SHA extensions at run time; `ring`,
@@ -29,7 +29,7 @@ const INTERLEAVE: usize = 64;
 /// MD5 is one serial chain of additions and rotations, bound by their latency; SHA-256 runs on the
 /// SHA extensions. Block by block, the CPU runs the SHA-256 rounds in MD5's wait: 2.34 CPU s/GiB for
 /// both on a 2-core Xeon, against 2.85 for one whole 256 KiB buffer after the other (1.98 for MD5
-/// alone, 0.86 for SHA-256 alone; `bench/hash_engines`, BENCHMARKS.md "Hash engines"). In a one-off
+/// alone, 0.86 for SHA-256 alone; `bench/hash_engines`, BENCHMARKS-log.md "Hash engines"). In a one-off
 /// test, turns of 256 bytes kept about half the gain and turns of 1 KiB almost none.
 pub(crate) fn update_md5_and_sha256(md5: &mut Md5, sha256: &mut Sha256, data: &[u8]) {
     for block in data.chunks(INTERLEAVE) {
