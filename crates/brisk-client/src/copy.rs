@@ -87,7 +87,17 @@ impl CopyOptions {
                 match source {
                     // One CopyObject: the server copies the metadata itself.
                     None => return Ok(spec.header("x-amz-metadata-directive", "COPY")),
-                    Some(meta) => (meta.content_type.as_ref(), &meta.metadata),
+                    // In parts: the new upload gets the source's standard headers (Cache-Control,
+                    // Content-Disposition, ...) as a CopyObject would have kept them, then its
+                    // content type and user metadata below.
+                    Some(meta) => {
+                        let standard = crate::ObjectHeaders {
+                            metadata: Vec::new(),
+                            ..meta.headers.clone()
+                        };
+                        spec = standard.add_to(spec, None, false);
+                        (meta.content_type.as_ref(), &meta.metadata)
+                    }
                 }
             }
             MetadataDirective::Replace => {

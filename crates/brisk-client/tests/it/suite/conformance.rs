@@ -1216,11 +1216,34 @@ pub async fn copy_object_keeps_or_replaces_metadata(b: &Backend) {
             &large,
             &brisk_client::PutOptions {
                 content_type: Some("application/x-large".into()),
+                headers: brisk_client::ObjectHeaders {
+                    cache_control: Some("max-age=60".into()),
+                    content_disposition: Some("attachment; filename=large.bin".into()),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
         )
         .await
         .unwrap();
+        // Copied in parts with the metadata kept, the standard headers come along too, as one
+        // CopyObject keeps them.
+        c.copy_object(
+            &src_bucket,
+            "large",
+            &dst_bucket,
+            "large kept",
+            in_parts.clone(),
+        )
+        .await
+        .unwrap();
+        let kept = c.head(&dst_bucket, "large kept").await.unwrap();
+        assert_eq!(kept.content_type.as_deref(), Some("application/x-large"));
+        assert_eq!(kept.headers.cache_control.as_deref(), Some("max-age=60"));
+        assert_eq!(
+            kept.headers.content_disposition.as_deref(),
+            Some("attachment; filename=large.bin")
+        );
         c.copy_object(
             &src_bucket,
             "large",
