@@ -308,6 +308,15 @@ async fn in_session<T>(
     run: impl for<'t> AsyncFnOnce(&'t Target<'t>, &'t mut Written) -> Result<T, BenchError>,
 ) -> Result<Ran<T>, BenchError> {
     use tokio::signal::unix::{SignalKind, signal};
+    // clap's `conflicts_with` sees `--endpoint-url` only when it comes after `bench`.
+    if place.tls && external_endpoint(global).is_some() {
+        return Err(CliError::Usage(
+            "--tls serves the embedded server over HTTPS; with --endpoint-url, give an \
+             https:// URL instead"
+                .into(),
+        )
+        .into());
+    }
     let mut interrupt =
         signal(SignalKind::interrupt()).map_err(|e| CliError::local("listen for Ctrl-C", e))?;
     let mut terminate =

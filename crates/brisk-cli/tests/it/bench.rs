@@ -513,6 +513,15 @@ fn random_bad_arguments_exit_2() {
         &["bench", "random", "--duration", "never"],
         &["bench", "random", "--pipelining", "maybe"],
         &["bench", "random", "--bucket", "b", "--key", "k"],
+        // The global option before the subcommand, where clap does not see the conflict.
+        &[
+            "--endpoint-url",
+            "http://127.0.0.1:9",
+            "bench",
+            "random",
+            "--quick",
+            "--tls",
+        ],
         &[
             "bench",
             "random",
