@@ -102,7 +102,7 @@ RANDOM_BLOCK = 64 * MIB
 RUN_TIMEOUT_FLOOR_S = 60
 RUN_TIMEOUT_RATE = 8 * MIB
 SERVER_START_TIMEOUT_S = 60
-MINIO_CANDIDATES = (os.path.join(ROOT, ".tools/bin/minio"), "/work/main/.tools/bin/minio")
+MINIO_CANDIDATES = (os.path.join(ROOT, ".tools/bin/minio"), os.environ.get("BRISK_MINIO", ""))
 
 LABELS = {
     "brisk": {"get": "brisk `get_bytes`", "download": "brisk `download`", "upload": "brisk `upload`"},
@@ -740,7 +740,7 @@ def main():
     sub = ap.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("run")
     r.add_argument("--server", choices=("brisk", "minio"), default="brisk")
-    r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then /work/main/.tools/bin/minio)")
+    r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then $BRISK_MINIO)")
     r.add_argument("--tls", action="store_true",
                    help="brisk serve over HTTPS with a self-signed certificate every client trusts")
     r.add_argument("--quick", action="store_true",

@@ -3,7 +3,7 @@
 # from outside (/usr/bin/time -v). One command regenerates the "Clients" tables of BENCHMARKS.md:
 #
 #   bench/compare.sh                   brisk serve (fsync on), 256 MiB + 1 GiB in memory, 4 GiB files, 3 repeats
-#   bench/compare.sh --server minio    the same against MinIO (.tools/bin/minio or /work/main/.tools/bin/minio)
+#   bench/compare.sh --server minio    the same against MinIO (.tools/bin/minio, or $BRISK_MINIO)
 #   bench/compare.sh --quick           16 + 64 MiB in memory, 256 MiB files, 1 repeat (a minute or two)
 #   bench/compare.sh --tls             brisk serve over HTTPS (a self-signed certificate every client trusts)
 #

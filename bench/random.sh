@@ -5,7 +5,7 @@
 #
 #   bench/random.sh                    brisk serve (fsync on), 1 GiB object, 5 points x 5 clients x 3 repeats of 5 s
 #                                      (brisk twice: 8 pipelined connections, and brisk-wide, one per read)
-#   bench/random.sh --server minio     the same against MinIO (.tools/bin/minio or /work/main/.tools/bin/minio)
+#   bench/random.sh --server minio     the same against MinIO (.tools/bin/minio, or $BRISK_MINIO)
 #   bench/random.sh --quick            2 points of 1 s, a 64 MiB object, 1 repeat (a minute)
 #
 # Further options (bench/random_reads.py run --help): --points 256KiB:64,4KiB:64, --duration S, --repeats N,

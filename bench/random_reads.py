@@ -656,7 +656,7 @@ def main():
     sub = ap.add_subparsers(dest="mode", required=True)
     r = sub.add_parser("run")
     r.add_argument("--server", choices=("brisk", "minio"), default="brisk")
-    r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then /work/main/.tools/bin/minio)")
+    r.add_argument("--minio", help="MinIO binary (default .tools/bin/minio, then $BRISK_MINIO)")
     r.add_argument("--quick", action="store_true", help="2 points of 1 s, a 64 MiB object, 1 repeat")
     r.add_argument("--points", help="BLOCK:DEPTH,... e.g. 256KiB:64,4KiB:64")
     r.add_argument("--duration", type=float, help="seconds per point and client (default 5)")
