@@ -12,6 +12,10 @@
 mod procfs;
 #[path = "../../brisk-cli/src/bench/random_point.rs"]
 mod random_point;
+// Its offsets; the choices the mixed load also draws are not used here.
+#[allow(dead_code)]
+#[path = "../../brisk-cli/src/bench/xorshift.rs"]
+mod xorshift;
 
 use std::time::Duration;
 

@@ -39,6 +39,7 @@ use super::chart::{COLORS, Series, XAxis, YScale, line_chart_on};
 use super::procfs::{Process, process_cpu_seconds};
 use super::report::{Machine, STYLE, escape};
 use super::server::ServerSettings;
+use super::xorshift::XorShift;
 use super::{BenchError, ClientSizing, Status, command_line, in_session};
 use crate::args::{GlobalArgs, Mix, MixedArgs, MixedOp, ObjectSizes, SizeDistribution};
 use crate::exit::CliError;
@@ -164,32 +165,6 @@ fn trim(v: f64) -> String {
     }
 }
 
-/// Offsets and choices: xorshift64, enough to spread choices evenly without a dependency.
-#[derive(Debug, Clone)]
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// The operation a draw of `r` in [0, 1) picks from `mix`.
 fn pick(mix: &Mix, r: f64) -> MixedOp {
     let total: f64 = mix.0.iter().sum();
@@ -242,7 +217,7 @@ impl Population {
         if self.live.is_empty() {
             return None;
         }
-        let (id, size) = self.live[random.below(self.live.len())];
+        let (id, size) = self.live[random.below(self.live.len() as u64) as usize];
         *self.readers.entry(id).or_insert(0) += 1;
         Some((id, size))
     }
@@ -262,7 +237,7 @@ impl Population {
             if self.live.is_empty() {
                 return None;
             }
-            let at = random.below(self.live.len());
+            let at = random.below(self.live.len() as u64) as usize;
             let id = self.live[at].0;
             if !self.readers.contains_key(&id) {
                 self.live.swap_remove(at);

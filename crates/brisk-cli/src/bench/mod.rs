@@ -22,6 +22,7 @@ mod random;
 mod random_point;
 mod report;
 mod server;
+mod xorshift;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;

@@ -21,6 +21,7 @@ use brisk_client::{
 };
 
 use super::procfs::{process_cpu_seconds, sockets_now, threads_now};
+use super::xorshift::XorShift;
 
 /// What one sweep point reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +142,7 @@ async fn measure_on_worker(
         },
     )?;
     let key: std::sync::Arc<str> = options.key.as_str().into();
-    let mut random = XorShift(options.seed | 1);
+    let mut random = XorShift::new(options.seed);
     // Latencies in microseconds; sized for 15 s at 100,000 IOPS so it rarely grows.
     let mut latencies: Vec<u32> = Vec::with_capacity(1 << 21);
     let mut started: Vec<Instant> = Vec::with_capacity(options.queue_depth);
@@ -229,32 +230,4 @@ async fn measure_on_worker(
         pipelined: stats.pipelined,
         fell_back: stats.fell_back,
     })
-}
-
-/// Offsets: xorshift64, enough to spread reads evenly without a dependency.
-#[derive(Debug)]
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_cover_every_block() {
-        let mut random = XorShift(0x5eed);
-        let mut seen = [false; 64];
-        for _ in 0..4096 {
-            seen[random.below(64) as usize] = true;
-        }
-        assert!(seen.iter().all(|&s| s));
-    }
 }

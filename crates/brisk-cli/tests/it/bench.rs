@@ -12,7 +12,7 @@ use serde_json::Value;
 const BENCH_LIMIT: Duration = Duration::from_secs(180);
 
 /// `brisk <args>` with credentials from the environment only (no profile of the machine's user).
-fn brisk(home: &Path, args: &[&str]) -> Command {
+pub(crate) fn brisk(home: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
     cmd.args(args);
     for var in [
@@ -34,7 +34,7 @@ fn brisk(home: &Path, args: &[&str]) -> Command {
 }
 
 #[track_caller]
-fn succeeded(out: &Output) {
+pub(crate) fn succeeded(out: &Output) {
     assert!(
         out.status.success(),
         "status {:?}\nstdout:\n{}\nstderr:\n{}",

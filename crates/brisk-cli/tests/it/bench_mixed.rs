@@ -2,11 +2,10 @@
 //! `brisk serve` started here, every run short (`--quick`: 1 s of operations), its JSON checked for
 //! shape and counts (no timing), and bad input refused with exit code 2.
 
-use std::path::Path;
-use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::support::{ACCESS_KEY, SECRET_KEY, brisk, run_with_timeout, serve};
+use crate::bench::{brisk as bench, succeeded};
+use crate::support::{brisk, run_with_timeout, serve};
 use serde_json::Value;
 
 /// A `--quick` run takes a few seconds even in a debug build; this bounds a hang.
@@ -15,33 +14,6 @@ const LIMIT: Duration = Duration::from_secs(120);
 /// Every operation runs in a quick mix with this: LIST and a larger share of DELETE than warp's
 /// default.
 const ALL_FIVE: &str = "get=30,head=20,put=20,delete=15,list=15";
-
-/// `brisk <args>` with the test keys and no AWS configuration of the machine's user.
-fn bench(home: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_brisk"));
-    cmd.args(args)
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_ENDPOINT_URL")
-        .env_remove("AWS_ENDPOINT_URL_S3")
-        .env("HOME", home)
-        .env("AWS_CONFIG_FILE", "/dev/null")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
-    cmd
-}
-
-#[track_caller]
-fn succeeded(out: &Output) {
-    assert!(
-        out.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// Each operation of `ops` ran without an error, the counts sum to the total, every latency
 /// percentile is there (TTFB for GET only), and nothing is left under the run's prefix.
