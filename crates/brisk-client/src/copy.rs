@@ -31,7 +31,8 @@ pub(crate) const MAX_PART_SIZE: u64 = 5 * 1024 * 1024 * 1024;
 /// What the copy's metadata is (`x-amz-metadata-directive`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MetadataDirective {
-    /// The source's content type and user metadata are kept (S3's default).
+    /// The source's content type, standard headers (Cache-Control, Content-Disposition, ...) and
+    /// user metadata are kept (S3's default).
     #[default]
     Copy,
     /// The copy gets [`CopyOptions::content_type`] and [`CopyOptions::metadata`] instead.
@@ -176,8 +177,8 @@ impl Client {
     /// object pass through this process. A source above [`CopyOptions::multipart_threshold`]
     /// (5 GiB, S3's CopyObject limit) is copied as a multipart upload of UploadPartCopy ranges,
     /// every part pinned to the source's ETag (`x-amz-copy-source-if-match`) so the copy is of one
-    /// version, with the source's content type and user metadata carried over (or replaced); a
-    /// failed multipart copy is aborted.
+    /// version, with the source's content type, standard headers and user metadata carried over
+    /// (or the content type and metadata replaced); a failed multipart copy is aborted.
     pub async fn copy_object(
         &self,
         src_bucket: &str,
